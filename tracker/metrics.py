@@ -1,0 +1,85 @@
+"""The metric registry: every stored metric with its unit and the direction that is better.
+
+A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s);
+only the edges (display, exported JSON) convert to milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tracker.results import LatencyStats, WorkloadSummary
+
+
+class Direction(StrEnum):
+    LOWER_IS_BETTER = "lower_is_better"
+    HIGHER_IS_BETTER = "higher_is_better"
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    name: str
+    unit: str
+    direction: Direction
+    description: str
+
+
+LATENCIES = {
+    "ttft": "time to first token",
+    "tpot": "time per output token after the first, per request",
+    "itl": "inter-chunk latency",
+    "e2el": "end-to-end request latency",
+}
+STATISTICS = ("mean", "median", "std", "p90", "p99")
+
+_THROUGHPUTS = (
+    Metric("request_throughput_per_s", "req/s", Direction.HIGHER_IS_BETTER,
+           "completed requests per second of workload wall time"),
+    Metric("output_throughput_tokens_per_s", "tokens/s", Direction.HIGHER_IS_BETTER,
+           "output tokens per second of workload wall time"),
+    Metric("total_token_throughput_tokens_per_s", "tokens/s", Direction.HIGHER_IS_BETTER,
+           "input plus output tokens per second of workload wall time"),
+)
+
+
+def _latency_metrics() -> list[Metric]:
+    return [
+        Metric(f"{key}_{stat}_s", "s", Direction.LOWER_IS_BETTER, f"{stat} {label}")
+        for key, label in LATENCIES.items()
+        for stat in STATISTICS
+    ]
+
+
+REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS)}
+
+
+def get_metric(name: str) -> Metric:
+    return REGISTRY[name]
+
+
+def _stats_values(key: str, stats: LatencyStats | None) -> dict[str, float]:
+    if stats is None:
+        return {}
+    return {
+        f"{key}_mean_s": stats.mean_s,
+        f"{key}_median_s": stats.median_s,
+        f"{key}_std_s": stats.std_s,
+        f"{key}_p90_s": stats.p90_s,
+        f"{key}_p99_s": stats.p99_s,
+    }
+
+
+def compute_summary_metrics(summary: WorkloadSummary) -> dict[str, float]:
+    """Flatten a summary into registry metrics; metrics that were not measured are absent."""
+    values: dict[str, float] = {}
+    for key, stats in (("ttft", summary.ttft), ("tpot", summary.tpot),
+                       ("itl", summary.itl), ("e2el", summary.e2el)):
+        values.update(_stats_values(key, stats))
+    throughputs = {
+        "request_throughput_per_s": summary.request_throughput_per_s,
+        "output_throughput_tokens_per_s": summary.output_throughput_tokens_per_s,
+        "total_token_throughput_tokens_per_s": summary.total_token_throughput_tokens_per_s,
+    }
+    values.update({k: v for k, v in throughputs.items() if v is not None})
+    return values
