@@ -1,0 +1,36 @@
+"""The store: runs, workloads and request records in SQLite or PostgreSQL (SQLAlchemy 2).
+
+The schema is owned by ``migrations/`` (Alembic). ORM rows never leave this package: callers
+get ``tracker.results`` values and the small listings in ``tracker.store.values``.
+"""
+
+from tracker.store.db import open_store, redact_url, resolve_db_url, upgrade_database
+from tracker.store.repository import (
+    begin_run,
+    fetch_config_versions,
+    fetch_run,
+    fetch_runs,
+    finish_run,
+    save_config_version,
+    save_suite,
+    save_workload,
+)
+from tracker.store.values import ConfigVersionRow, NotFoundError, RunListing
+
+__all__ = [
+    "ConfigVersionRow",
+    "NotFoundError",
+    "RunListing",
+    "begin_run",
+    "fetch_config_versions",
+    "fetch_run",
+    "fetch_runs",
+    "finish_run",
+    "open_store",
+    "redact_url",
+    "resolve_db_url",
+    "save_config_version",
+    "save_suite",
+    "save_workload",
+    "upgrade_database",
+]

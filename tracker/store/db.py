@@ -1,0 +1,239 @@
+"""Database URLs, engines and the schema revision check.
+
+Supported databases: a SQLite file (``sqlite:///path``, or just the path) and PostgreSQL through
+psycopg 3 (``postgresql+psycopg://user@host/db``). The schema is owned by ``migrations/``
+(installed as ``tracker._migrations``): an empty database is brought to the newest revision on
+open; any other revision mismatch is reported, never silently "fixed".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, create_engine, event, inspect
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
+
+from tracker.errors import StoreError
+from tracker.store.models import Base
+
+DEFAULT_DB_URL = "sqlite:///tracker.db"
+DB_URL_ENV = "TRACKER_DB_URL"
+SUPPORTED_FORMS = "a file path, sqlite:///path or postgresql+psycopg://user@host/db"
+SQLITE_BUSY_TIMEOUT_S = 30.0
+PG_CONNECT_TIMEOUT_S = 10
+_DRIVERS = {
+    "sqlite": "sqlite",
+    "sqlite+pysqlite": "sqlite+pysqlite",
+    "postgresql": "postgresql+psycopg",
+    "postgresql+psycopg": "postgresql+psycopg",
+}
+# Tables other parts of the tracker may keep in the same database (APScheduler's job store);
+# they are neither the tracker's schema nor a sign that the database is in use by it.
+FOREIGN_TABLE_PREFIXES = ("apscheduler_",)
+
+
+# --- URLs ----------------------------------------------------------------------------------
+
+
+def resolve_db_url(arg: str | None) -> str:
+    """The database URL from ``--db``, else ``$TRACKER_DB_URL``, else ``sqlite:///tracker.db``.
+
+    A value without ``://`` is a SQLite file path; plain ``postgresql://`` means psycopg 3.
+    """
+    value = arg if arg is not None else os.environ.get(DB_URL_ENV) or DEFAULT_DB_URL
+    if not value.strip():
+        raise StoreError(f"empty database URL; give {SUPPORTED_FORMS}")
+    if "://" not in value:
+        return f"sqlite:///{os.path.expanduser(value)}"
+    scheme, rest = value.split("://", 1)
+    driver = _DRIVERS.get(scheme.lower())
+    if driver is None:
+        raise StoreError(
+            f"unsupported database URL {redact_url(value)!r}: give {SUPPORTED_FORMS}"
+        )
+    url = f"{driver}://{rest}"
+    parsed = _parse(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise StoreError(
+            f"database URL {redact_url(value)!r} is in memory and would lose every run; "
+            "give a file path such as sqlite:///tracker.db"
+        )
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by ``***``, safe to print."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def _parse(url: str) -> URL:
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise StoreError(f"cannot parse database URL {redact_url(url)!r} ({exc}); "
+                         f"give {SUPPORTED_FORMS}") from None
+
+
+# --- engines -------------------------------------------------------------------------------
+
+
+def create_store_engine(url: str, *, foreign_keys: bool = True, pooled: bool = True) -> Engine:
+    """An engine for ``url``: SQLite gets a busy timeout and (by default) enforced foreign keys."""
+    parsed = _parse(url)
+    kwargs: dict[str, Any] = {}
+    if not pooled:
+        kwargs["poolclass"] = NullPool
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite_directory(url, parsed)
+        engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, **kwargs)
+        _set_sqlite_foreign_keys(engine, foreign_keys)
+        return engine
+    connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+
+
+def _check_sqlite_directory(url: str, parsed: URL) -> None:
+    directory = Path(parsed.database or "").parent
+    if not directory.is_dir():
+        raise StoreError(
+            f"cannot open database {redact_url(url)}: directory {directory} does not exist; "
+            "create it or give another --db path"
+        )
+
+
+def _set_sqlite_foreign_keys(engine: Engine, enabled: bool) -> None:
+    pragma = f"PRAGMA foreign_keys={'ON' if enabled else 'OFF'}"
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(pragma)
+        finally:
+            cursor.close()
+
+
+@contextmanager
+def _store_errors(url: str, doing: str) -> Iterator[None]:
+    """Turn driver and migration failures into one-line StoreErrors that name the redacted URL."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        cause = getattr(exc, "orig", None) or exc
+        raise StoreError(f"cannot {doing} {redact_url(url)}: {_one_line(cause, url)}") from None
+    except CommandError as exc:
+        raise StoreError(f"cannot {doing} {redact_url(url)}: {_one_line(exc, url)}") from None
+
+
+def _one_line(exc: BaseException, url: str) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    password = _parse(url).password
+    if password:
+        text = text.replace(str(password), "***")
+    return text
+
+
+# --- schema revision -----------------------------------------------------------------------
+
+
+def alembic_config(url: str) -> Config:
+    """An Alembic config for ``url`` whose scripts come from the installed package."""
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("tracker._migrations")))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config(DEFAULT_DB_URL)).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships revisions
+        raise StoreError("the tracker's migrations are missing; reinstall the tracker")
+    return head
+
+
+def _current_revision(connection: Connection) -> str | None:
+    heads = MigrationContext.configure(connection).get_current_heads()
+    return ",".join(sorted(heads)) if heads else None
+
+
+def _is_empty(connection: Connection) -> bool:
+    """No tracker table and no revision table: a new database (other tools' tables aside)."""
+    names = set(inspect(connection).get_table_names())
+    ours = set(Base.metadata.tables) | {"alembic_version"}
+    return not names & ours
+
+
+def read_revision(url: str) -> tuple[bool, str | None]:
+    """(is the database empty, its current revision)."""
+    engine = create_store_engine(url, pooled=False)
+    try:
+        with _store_errors(url, "open database"), engine.connect() as connection:
+            return _is_empty(connection), _current_revision(connection)
+    finally:
+        engine.dispose()
+
+
+def upgrade_database(url: str) -> tuple[str | None, str]:
+    """Migrate the database to the newest revision; returns (from revision, to revision)."""
+    _, before = read_revision(url)
+    _check_known(url, before)
+    with _store_errors(url, "upgrade database"):
+        command.upgrade(alembic_config(url), "head")
+    _, after = read_revision(url)
+    if after is None:  # pragma: no cover - alembic just stamped it
+        raise StoreError(f"upgrade of {redact_url(url)} left no schema revision")
+    return before, after
+
+
+def _check_known(url: str, revision: str | None) -> None:
+    if revision is None:
+        return
+    script = ScriptDirectory.from_config(alembic_config(url))
+    known = {rev.revision for rev in script.walk_revisions()}
+    unknown = [rev for rev in revision.split(",") if rev not in known]
+    if unknown:
+        raise StoreError(
+            f"database {redact_url(url)} is at schema revision {revision}, which this tracker "
+            "does not know: the database was created by a newer tracker; upgrade the tracker"
+        )
+
+
+def check_schema(url: str) -> None:
+    """Bring an empty database to head; raise StoreError unless the database is then at head."""
+    empty, current = read_revision(url)
+    if empty:
+        upgrade_database(url)
+        return
+    _check_known(url, current)
+    if current != head_revision():
+        raise StoreError(
+            f"database {redact_url(url)} is at schema revision {current or 'base (none)'}, "
+            f"behind this tracker's {head_revision()}; run `tracker db upgrade --db "
+            f"{redact_url(url)}`"
+        )
+
+
+def open_store(url: str) -> Engine:
+    """An engine on a database whose schema is at this tracker's revision (dispose it when done).
+
+    An empty database is migrated to the newest revision first. Raises StoreError when the
+    database cannot be reached or its schema is at another revision.
+    """
+    check_schema(url)
+    return create_store_engine(url)
