@@ -1,0 +1,153 @@
+"""The simulator's aiohttp application: OpenAI-compatible routes over one ``Engine``.
+
+Every response carries ``x-tracker-simulated: true``. A streamed request writes each token chunk
+as soon as the engine step that made it ends; a client that goes away is dropped from the engine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+import tracker
+from tracker.config import ServingConfig
+from tracker.sim.chunks import DONE, ResponseEncoder
+from tracker.sim.engine import Engine, EngineClosedError
+from tracker.sim.metrics import render_metrics
+from tracker.sim.protocol import (
+    ApiError,
+    CompletionRequest,
+    ModelLimits,
+    parse_chat_request,
+    parse_completion_request,
+    parse_json_object,
+)
+from tracker.sim.scheduler import ABORT, SimRequest
+
+SIMULATED_HEADER = "x-tracker-simulated"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+_PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+Parser = Callable[[dict[str, Any], ModelLimits], CompletionRequest]
+
+
+def create_app(config: ServingConfig, engine: Engine) -> web.Application:
+    handlers = _Handlers(config, engine)
+    app = web.Application()
+    app.on_response_prepare.append(_mark_simulated)
+    app.router.add_get("/v1/models", handlers.models)
+    app.router.add_post("/v1/chat/completions", handlers.chat_completions)
+    app.router.add_post("/v1/completions", handlers.completions)
+    app.router.add_get("/health", handlers.health)
+    app.router.add_get("/version", handlers.version)
+    app.router.add_get("/metrics", handlers.metrics)
+    return app
+
+
+async def _mark_simulated(_request: web.Request, response: web.StreamResponse) -> None:
+    response.headers[SIMULATED_HEADER] = "true"
+
+
+def error_response(error: ApiError) -> web.Response:
+    return web.json_response(error.body(), status=error.status)
+
+
+def _shutting_down() -> ApiError:
+    return ApiError(503, "The simulator is shutting down; retry against a running one.", None,
+                    "service_unavailable", "server_error")
+
+
+class _Handlers:
+    def __init__(self, config: ServingConfig, engine: Engine) -> None:
+        self._engine = engine
+        self._limits = ModelLimits(config.target.model, engine.max_model_len)
+
+    async def models(self, _request: web.Request) -> web.Response:
+        card = {"id": self._limits.model, "object": "model", "created": int(time.time()),
+                "owned_by": "tracker-sim", "max_model_len": self._limits.max_model_len}
+        return web.json_response({"object": "list", "data": [card]})
+
+    async def health(self, _request: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def version(self, _request: web.Request) -> web.Response:
+        return web.json_response({"version": f"tracker-sim {tracker.__version__}"})
+
+    async def metrics(self, _request: web.Request) -> web.Response:
+        text = render_metrics(self._engine.snapshot(), self._limits.model)
+        return web.Response(body=text.encode(), headers={"Content-Type": _PROMETHEUS_TYPE})
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._complete(request, parse_chat_request)
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._complete(request, parse_completion_request)
+
+    async def _complete(self, request: web.Request, parse: Parser) -> web.StreamResponse:
+        try:
+            completion = parse(parse_json_object(await request.read()), self._limits)
+            sim_request = self._engine.submit(completion.generation)
+        except ApiError as exc:
+            return error_response(exc)
+        except EngineClosedError:
+            return error_response(_shutting_down())
+        try:
+            if completion.stream:
+                return await _stream(request, completion, sim_request, self._limits.model)
+            return await _respond_whole(completion, sim_request, self._limits.model)
+        finally:
+            self._engine.abort(sim_request)  # no-op once finished; frees a dropped client's slot
+
+
+async def _stream(
+    request: web.Request, completion: CompletionRequest, sim_request: SimRequest, model: str
+) -> web.StreamResponse:
+    encoder = ResponseEncoder(completion.chat, model)
+    response = web.StreamResponse(headers=_SSE_HEADERS)
+    try:
+        await response.prepare(request)
+        if completion.chat:
+            await response.write(encoder.role_chunk())
+        if not await _stream_pieces(response, encoder, sim_request):
+            return response
+        if completion.include_usage:
+            prompt_tokens = completion.generation.prompt_tokens
+            await response.write(encoder.usage_chunk(prompt_tokens, sim_request.generated))
+        await response.write(DONE)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client went away; the caller aborts its request
+    return response
+
+
+async def _stream_pieces(
+    response: web.StreamResponse, encoder: ResponseEncoder, sim_request: SimRequest
+) -> bool:
+    """Write pieces as they come; False if the request was aborted (server shutting down)."""
+    sent = 0
+    pieces = sim_request.pieces
+    while True:
+        if sent < len(pieces):
+            new = pieces[sent:]
+            sent += len(new)
+            reason = sim_request.finish_reason if sent == len(pieces) else None
+            await response.write(encoder.piece_chunks(new, None if reason == ABORT else reason))
+        elif sim_request.finish_reason is not None:
+            return sim_request.finish_reason != ABORT
+        else:
+            await sim_request.wait_for_update()
+
+
+async def _respond_whole(
+    completion: CompletionRequest, sim_request: SimRequest, model: str
+) -> web.Response:
+    while sim_request.finish_reason is None:
+        await sim_request.wait_for_update()
+    if sim_request.finish_reason == ABORT:
+        return error_response(_shutting_down())
+    encoder = ResponseEncoder(completion.chat, model)
+    body = encoder.full_body("".join(sim_request.pieces), sim_request.finish_reason,
+                             completion.generation.prompt_tokens, sim_request.generated)
+    return web.json_response(body)

@@ -1,0 +1,178 @@
+"""The simulator's engine: one asyncio task runs continuous-batching steps on a time model.
+
+A step costs ``prefill_s_per_token`` per uncached prompt token admitted in it, plus
+``decode_base_s + decode_per_seq_s * batch size``, times a seeded jitter. Steps are scheduled on
+absolute times (each starts where the previous one was due to end), so lateness of the event loop
+does not accumulate; with no work the task waits on an event rather than polling. No request
+sleeps on its own: every streamed token appears when the step that produced it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from dataclasses import dataclass
+
+from tracker.config import ServingConfig, SimulatorSettings
+from tracker.sim.kvcache import (
+    DEFAULT_MAX_MODEL_LEN,
+    KvCacheSpec,
+    PrefixCache,
+    compute_block_hashes,
+    compute_kv_cache_spec,
+)
+from tracker.sim.sampling import StepJitter, plan_output
+from tracker.sim.scheduler import EngineCounters, Scheduler, SimRequest
+from tracker.tokenizer import split_tokens
+
+DEFAULT_MAX_NUM_SEQS = 256
+_log = logging.getLogger(__name__)
+
+
+class EngineClosedError(Exception):
+    """A request arrived after the engine was closed (the server is shutting down)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """What one request asks the engine for; ``prompt_parts`` are the texts whose tokens are
+    cached as a prefix (message contents, or the prompt), ``prompt_text`` seeds the output."""
+
+    prompt_text: str
+    prompt_parts: tuple[str, ...]
+    prompt_tokens: int
+    max_tokens: int
+    temperature: float
+    ignore_eos: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSnapshot:
+    num_requests_running: int
+    num_requests_waiting: int
+    kv_cache_usage: float  # 0..1
+    num_preemptions: int
+    prompt_tokens: int
+    generation_tokens: int
+    prefix_cache_queries: int
+    prefix_cache_hits: int
+    successes: tuple[tuple[str, int], ...]  # (finish reason, count), sorted
+
+
+def compute_step_s(
+    settings: SimulatorSettings, prefill_tokens: int, batch_size: int, jitter_factor: float
+) -> float:
+    prefill_s = settings.prefill_s_per_token * prefill_tokens
+    decode_s = settings.decode_base_s + settings.decode_per_seq_s * batch_size
+    return (prefill_s + decode_s) * jitter_factor
+
+
+class Engine:
+    def __init__(self, config: ServingConfig) -> None:
+        args = config.engine
+        self.kv: KvCacheSpec = compute_kv_cache_spec(args)
+        self.max_model_len = args.max_model_len or DEFAULT_MAX_MODEL_LEN
+        self.prefix_caching = bool(args.enable_prefix_caching)
+        prefix_cache = PrefixCache(self.kv.num_blocks) if self.prefix_caching else None
+        self._scheduler = Scheduler(
+            self.kv, args.max_num_seqs or DEFAULT_MAX_NUM_SEQS, args.max_num_batched_tokens,
+            prefix_cache,
+        )
+        self._settings = config.simulator
+        self._jitter = StepJitter(self._settings.seed, self._settings.noise)
+        self._ordinals = itertools.count()
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        """Start the step task on the running loop."""
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name="tracker-sim-engine")
+
+    async def close(self) -> None:
+        """Stop stepping and end every request (their handlers see finish reason "abort")."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._scheduler.abort_all()
+
+    def submit(self, generation: Generation) -> SimRequest:
+        if self._closed or self._wake is None:
+            raise EngineClosedError("the simulator engine is not running")
+        request = self._build_request(generation)
+        self._scheduler.add(request)
+        self._wake.set()
+        return request
+
+    def abort(self, request: SimRequest) -> None:
+        self._scheduler.abort(request)
+
+    def snapshot(self) -> EngineSnapshot:
+        scheduler = self._scheduler
+        counters: EngineCounters = scheduler.counters
+        return EngineSnapshot(
+            num_requests_running=len(scheduler.running),
+            num_requests_waiting=len(scheduler.waiting),
+            kv_cache_usage=scheduler.kv_cache_usage,
+            num_preemptions=counters.preemptions,
+            prompt_tokens=counters.prompt_tokens,
+            generation_tokens=counters.generation_tokens,
+            prefix_cache_queries=counters.prefix_cache_queries,
+            prefix_cache_hits=counters.prefix_cache_hits,
+            successes=tuple(sorted(counters.successes.items())),
+        )
+
+    def _build_request(self, generation: Generation) -> SimRequest:
+        ordinal = next(self._ordinals)
+        variation = ordinal if generation.temperature > 0 else None
+        output_tokens, words = plan_output(
+            self._settings.seed, generation.prompt_text, generation.max_tokens,
+            generation.ignore_eos, variation,
+        )
+        block_hashes: tuple[int, ...] = ()
+        if self.prefix_caching:
+            tokens = [token for part in generation.prompt_parts for token in split_tokens(part)]
+            block_hashes = compute_block_hashes(tokens, self.kv.block_size)
+        return SimRequest(
+            generation.prompt_tokens, block_hashes, output_tokens, generation.max_tokens, words
+        )
+
+    async def _run(self) -> None:
+        try:
+            await self._step_forever()
+        except Exception:  # the task is a job boundary: end the requests rather than hang them
+            _log.exception("the simulator engine stopped")
+            self._closed = True
+            self._scheduler.abort_all()
+
+    async def _step_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        scheduler = self._scheduler
+        step_start_s = loop.time()
+        while True:
+            if not scheduler.has_work:
+                await self._wait_for_work()
+                step_start_s = loop.time()
+            prefill_tokens = scheduler.schedule()
+            if not scheduler.running:  # nothing fits; only new work or an abort can change that
+                await self._wait_for_work()
+                step_start_s = loop.time()
+                continue
+            step_s = compute_step_s(
+                self._settings, prefill_tokens, len(scheduler.running), self._jitter.next_factor()
+            )
+            step_end_s = step_start_s + step_s
+            await asyncio.sleep(max(0.0, step_end_s - loop.time()))
+            scheduler.finish_step()
+            step_start_s = step_end_s
+
+    async def _wait_for_work(self) -> None:
+        assert self._wake is not None
+        self._wake.clear()
+        await self._wake.wait()

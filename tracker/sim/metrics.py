@@ -1,0 +1,47 @@
+"""The simulator's ``/metrics``: Prometheus text under vLLM's metric names and labels."""
+
+from __future__ import annotations
+
+from tracker.sim.engine import EngineSnapshot
+
+_GAUGES = (
+    ("vllm:num_requests_running", "Number of requests in model execution batches.",
+     "num_requests_running"),
+    ("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+     "num_requests_waiting"),
+    ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "kv_cache_usage"),
+)
+_COUNTERS = (
+    ("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.",
+     "num_preemptions"),
+    ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", "prompt_tokens"),
+    ("vllm:generation_tokens_total", "Number of generation tokens processed.",
+     "generation_tokens"),
+    ("vllm:prefix_cache_queries_total",
+     "Prefix cache queries, in terms of number of queried tokens.", "prefix_cache_queries"),
+    ("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+     "prefix_cache_hits"),
+)
+_SUCCESS = "vllm:request_success_total"
+_FINISH_REASONS = ("length", "stop")
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def render_metrics(snapshot: EngineSnapshot, model: str) -> str:
+    labels = f'model_name="{_escape_label(model)}"'
+    lines: list[str] = []
+    for kind, table in (("gauge", _GAUGES), ("counter", _COUNTERS)):
+        for name, help_text, attribute in table:
+            value = float(getattr(snapshot, attribute))
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}",
+                      f"{name}{{{labels}}} {value!r}"]
+    lines += [f"# HELP {_SUCCESS} Count of successfully processed requests.",
+              f"# TYPE {_SUCCESS} counter"]
+    successes = dict(snapshot.successes)
+    for reason in sorted({*_FINISH_REASONS, *successes}):
+        value = float(successes.get(reason, 0))
+        lines.append(f'{_SUCCESS}{{finished_reason="{reason}",{labels}}} {value!r}')
+    return "\n".join(lines) + "\n"

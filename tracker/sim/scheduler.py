@@ -1,0 +1,212 @@
+"""Continuous-batching scheduling of the simulator, without clocks: what runs in each step.
+
+Each step first reserves KV blocks for the tokens the running requests decode, preempting the
+newest request (recompute: it goes back to the front of the queue and frees its blocks) when the
+cache is full, as vLLM does. Then, if nothing was preempted, it admits waiting requests in arrival
+order while ``max_num_seqs`` and the free blocks allow. At the end of the step every running
+request gets one token; the ones that reach their length finish and free their blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from tracker.sim.kvcache import WATERMARK_FRACTION, KvCacheSpec, PrefixCache
+from tracker.sim.sampling import OutputWords
+
+ABORT = "abort"
+
+
+class SimRequest:
+    """One request inside the engine; its handler reads ``pieces`` as they grow."""
+
+    __slots__ = (
+        "_done_reason", "_waiter", "_words", "admitted", "block_hashes", "finish_reason",
+        "num_blocks", "output_tokens", "pieces", "prompt_tokens",
+    )
+
+    def __init__(
+        self, prompt_tokens: int, block_hashes: tuple[int, ...], output_tokens: int,
+        max_tokens: int, words: OutputWords,
+    ) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.block_hashes = block_hashes
+        self.output_tokens = output_tokens
+        self.pieces: list[str] = []
+        self.finish_reason: str | None = None  # "length", "stop" or "abort" once finished
+        self.num_blocks = 0
+        self.admitted = False
+        self._done_reason = "length" if output_tokens >= max_tokens else "stop"
+        self._words = words
+        self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def generated(self) -> int:
+        return len(self.pieces)
+
+    def emit(self) -> bool:
+        """Append the next token; True when it was the last one."""
+        self.pieces.append(self._words.next_piece())
+        done = len(self.pieces) >= self.output_tokens
+        if done:
+            self.finish_reason = self._done_reason
+        self._wake()
+        return done
+
+    def cancel(self) -> None:
+        if self.finish_reason is None:
+            self.finish_reason = ABORT
+            self._wake()
+
+    async def wait_for_update(self) -> None:
+        """Return after the next token or the end of the request."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+@dataclass(slots=True)
+class EngineCounters:
+    """Monotonic counters, as vLLM exports them; tokens, not requests, for the prefix cache."""
+
+    preemptions: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
+    successes: Counter[str] = field(default_factory=Counter)  # by finish reason
+
+
+class Scheduler:
+    def __init__(
+        self, kv: KvCacheSpec, max_num_seqs: int, max_num_batched_tokens: int | None,
+        prefix_cache: PrefixCache | None,
+    ) -> None:
+        self.kv = kv
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.free_blocks = kv.num_blocks
+        self.counters = EngineCounters()
+        self._max_num_seqs = max_num_seqs
+        self._max_num_batched_tokens = max_num_batched_tokens
+        self._prefix_cache = prefix_cache
+        self._watermark_blocks = int(kv.num_blocks * WATERMARK_FRACTION)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    @property
+    def kv_cache_usage(self) -> float:
+        return 1.0 - self.free_blocks / self.kv.num_blocks
+
+    def add(self, request: SimRequest) -> None:
+        self.waiting.append(request)
+
+    def abort(self, request: SimRequest) -> None:
+        """Drop a request wherever it is (a client went away); a finished one is left alone."""
+        if request.finish_reason is not None:
+            return
+        if request in self.waiting:
+            self.waiting.remove(request)
+        elif request in self.running:
+            self.running.remove(request)
+            self._free(request)
+        request.cancel()
+
+    def abort_all(self) -> None:
+        for request in [*self.waiting, *self.running]:
+            self.abort(request)
+
+    def schedule(self) -> int:
+        """Reserve this step's KV slots and admit what fits; returns the tokens to prefill."""
+        if self._grow_running():
+            return 0
+        return self._admit()
+
+    def finish_step(self) -> None:
+        """Give every running request its token; finished ones leave and free their blocks."""
+        self.counters.generation_tokens += len(self.running)
+        still_running: list[SimRequest] = []
+        for request in self.running:
+            if request.emit():
+                self._free(request)
+                self.counters.successes[request.finish_reason or ABORT] += 1
+            else:
+                still_running.append(request)
+        self.running = still_running
+
+    def _grow_running(self) -> bool:
+        """Allocate blocks for the running requests' next tokens; True if any was preempted."""
+        preempted = False
+        index = 0
+        while index < len(self.running):
+            request = self.running[index]
+            context = request.prompt_tokens + request.generated
+            need = self.kv.blocks_for(context) - request.num_blocks
+            if need <= self.free_blocks:
+                self._allocate(request, need)
+                index += 1
+                continue
+            self._preempt(self.running.pop())  # newest out first; it may be this request
+            preempted = True
+        return preempted
+
+    def _admit(self) -> int:
+        prefill_tokens = 0
+        budget = self._max_num_batched_tokens
+        while self.waiting and len(self.running) < self._max_num_seqs:
+            request = self.waiting[0]
+            context = request.prompt_tokens + request.generated
+            need = self.kv.blocks_for(context)
+            reserve = self._watermark_blocks if self.running else 0
+            if need + reserve > self.free_blocks:
+                break
+            cached = self._count_cached_tokens(request, context)
+            compute = context - cached
+            if budget is not None and prefill_tokens and prefill_tokens + compute > budget:
+                break
+            self.waiting.popleft()
+            self._allocate(request, need)
+            self.running.append(request)
+            self._record_admission(request, cached)
+            prefill_tokens += compute
+        return prefill_tokens
+
+    def _count_cached_tokens(self, request: SimRequest, context: int) -> int:
+        if self._prefix_cache is None:
+            return 0
+        blocks = self._prefix_cache.count_cached_blocks(request.block_hashes)
+        return min(blocks * self.kv.block_size, context - 1)  # the last token is always computed
+
+    def _record_admission(self, request: SimRequest, cached_tokens: int) -> None:
+        if not request.admitted:
+            request.admitted = True
+            self.counters.prompt_tokens += request.prompt_tokens
+        if self._prefix_cache is not None:
+            self.counters.prefix_cache_queries += request.prompt_tokens
+            self.counters.prefix_cache_hits += min(cached_tokens, request.prompt_tokens)
+            self._prefix_cache.insert(request.block_hashes)
+
+    def _preempt(self, request: SimRequest) -> None:
+        self._free(request)
+        self.waiting.appendleft(request)
+        self.counters.preemptions += 1
+
+    def _allocate(self, request: SimRequest, blocks: int) -> None:
+        self.free_blocks -= blocks
+        request.num_blocks += blocks
+
+    def _free(self, request: SimRequest) -> None:
+        self.free_blocks += request.num_blocks
+        request.num_blocks = 0
