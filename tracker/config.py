@@ -86,8 +86,14 @@ def _flag(key: str, value: ExtraValue) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
-        return [name, *(str(v) for v in value)]
-    return [name, str(value)]
+        return [name, *(_flag_value(v) for v in value)]
+    return [name, _flag_value(value)]
+
+
+def _flag_value(value: str | int | float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 class LaunchSettings(_Strict):
@@ -196,9 +202,25 @@ SECRET_KEYS = {
 }
 SECRET_VALUE = re.compile(
     r"^(?:Bearer\s+\S+|(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|sk-ant-\S{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_\w{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}"
+    r"|hf_[A-Za-z0-9]{20,}|github_pat_\w{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)$"
 )
+SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key", "apikey", "_credentials")
+
+
+def _schema_keys() -> frozenset[str]:
+    models: tuple[type[BaseModel], ...] = (ServingConfig, Target, EngineArgs, LaunchSettings,
+                                           SimulatorSettings)
+    return frozenset(name for model in models for name in model.model_fields)
+
+
+def _is_secret_key(key: str) -> bool:
+    name = key.lower().lstrip("-").replace("-", "_")
+    if name in _schema_keys():  # our own keys (e.g. prefill_s_per_token) are never secrets
+        return False
+    return name in SECRET_KEYS or name.endswith(SECRET_SUFFIXES)
+
+
 _FIX = ("put the key in an environment variable and name that variable in target.api_key_env "
         "(e.g. api_key_env: TAOTOKEN_API_KEY)")
 
@@ -208,7 +230,7 @@ def _refuse_secrets(node: Any, loc: Loc, path: Path, lines: Mapping[Loc, int]) -
     if isinstance(node, Mapping):
         for key, value in node.items():
             child = (*loc, str(key))
-            if str(key).lower().replace("-", "_") in SECRET_KEYS and value not in (None, ""):
+            if _is_secret_key(str(key)) and value not in (None, ""):
                 raise SecretInConfigError(
                     f"{where(path, child, lines)}: {format_loc(child)}: a literal secret is not "
                     f"allowed in a config (value hidden); {_FIX}"

@@ -15,31 +15,32 @@ VOCABULARY: tuple[str, ...] = tuple(dict.fromkeys(
     the of and to in is that for it as was with be by on not he this are or his from at which
     but have an they you were her she there can all their has been if more when will would who
     so no one time people year way day man thing woman life child world school state family
-    student group country problem hand part place case week company system program question work
-    government number night point home water room mother area money story fact month lot right
-    study book eye job word business issue side kind head house service friend father power hour
-    game line end member law car city community name president team minute idea kid body back
-    parent face others level office door health person art war history party result change
-    morning reason research girl guy moment air teacher force education foot boy age policy
-    process music market sense nation plan college interest death experience effect use class
-    control care field development role effort rate heart drug show leader light voice wife
-    police mind price report decision son view relationship town road arm difference value
-    building action model season society tax director position player record paper space ground
-    form event official matter center couple site project activity star table need court oil
-    situation cost industry figure street image phone data picture practice piece land product
-    doctor wall patient worker news test movie north love support technology step baby computer
-    type attention film tree source organization hair window evidence population site truth
-    good new first last long great little own other old big high different small large next
-    early young important few public bad same able make get know take see come think look want
-    give find tell ask seem feel try leave call keep let begin help talk turn start run move live
-    believe hold bring happen write provide sit stand lose pay meet include continue set learn
-    lead understand watch follow stop create speak read allow add spend grow open walk win offer
-    remember consider appear buy wait serve die send expect build stay fall cut reach kill remain
-    suggest raise pass sell require decide return explain hope develop carry break receive agree
-    river mountain garden bridge engine signal memory cache token batch queue layer kernel block
-    stream server client request window budget latency measure careful steady quiet bright
-    simple clear quick slow warm cold green blue red white black golden silver wooden stone
-    """.split()
+    student group country problem hand part place case week company system program question
+    work government number night point home water room mother area money story fact month lot
+    right study book eye job word business issue side kind head house service friend father
+    power hour game line end member law car city community name president team minute idea kid
+    body back parent face others level office door health person art war history party result
+    change morning reason research girl guy moment air teacher force education foot boy age
+    policy process music market sense nation plan college interest death experience effect use
+    class control care field development role effort rate heart drug show leader light voice
+    wife police mind price report decision son view relationship town road arm difference
+    value building action model season society tax director position player record paper space
+    ground form event official matter center couple site project activity star table need
+    court oil situation cost industry figure street image phone data picture practice piece
+    land product doctor wall patient worker news test movie north love support technology step
+    baby computer type attention film tree source organization hair window evidence population
+    site truth good new first last long great little own other old big high different small
+    large next early young important few public bad same able make get know take see come
+    think look want give find tell ask seem feel try leave call keep let begin help talk turn
+    start run move live believe hold bring happen write provide sit stand lose pay meet
+    include continue set learn lead understand watch follow stop create speak read allow add
+    spend grow open walk win offer remember consider appear buy wait serve die send expect
+    build stay fall cut reach kill remain suggest raise pass sell require decide return
+    explain hope develop carry break receive agree river mountain garden bridge engine signal
+    memory cache token batch queue layer kernel block stream server client request window
+    budget latency measure careful steady quiet bright simple clear quick slow warm cold green
+    blue red white black golden silver wooden stone
+    """.split()  # noqa: SIM905 (a word list reads better as text)
 ))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -94,13 +95,27 @@ def validate_model(
 
 
 def _describe_validation_error(exc: ValidationError, path: Path, lines: Mapping[Loc, int]) -> str:
-    errors = exc.errors(include_url=False)
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
-    loc: Loc = tuple(p for p in first["loc"] if not _is_union_tag(p))
+    loc: Loc = _clean_loc(first["loc"])
     message = _describe_one(first)
+    if first["type"] == "extra_forbidden":
+        message += _did_you_mean(loc, errors)
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     suffix = more if len(errors) > 1 else ""
     return f"{where(path, loc, lines)}: {format_loc(loc)}: {message}{suffix}"
+
+
+def _clean_loc(loc: Any) -> Loc:
+    return tuple(p for p in loc if not _is_union_tag(p))
+
+
+def _did_you_mean(loc: Loc, errors: list[Any]) -> str:
+    """For a misspelt key, the missing key at the same level that it most resembles."""
+    missing = [str(_clean_loc(e["loc"])[-1]) for e in errors
+               if e["type"] == "missing" and _clean_loc(e["loc"])[:-1] == loc[:-1]]
+    close = difflib.get_close_matches(str(loc[-1]), missing, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _is_union_tag(part: str | int) -> bool:
@@ -112,7 +127,7 @@ def _describe_one(error: Mapping[str, Any]) -> str:
     kind = error["type"]
     got = error.get("input")
     if kind == "extra_forbidden":
-        return "unknown key; remove it or check its spelling"
+        return "unknown key; remove it or fix its spelling"
     if kind == "missing":
         return "required key is missing"
     msg = str(error["msg"])

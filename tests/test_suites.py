@@ -1,0 +1,127 @@
+"""Baseline suites: seeded, byte-identical prompts and content versions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tracker.errors import ConfigError
+from tracker.payloads import build_request_specs
+from tracker.suites import load_suite
+from tracker.tokenizer import count_tokens
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = {"chat-short", "batch-throughput", "long-context", "classic-load"}
+
+SUITE = """\
+name: s
+seed: 3
+workloads:
+  - name: w
+    prompts: {source: synthetic, input_tokens: 50, system_prompt_tokens: 20}
+    max_tokens: 8
+    concurrency: 2
+    num_requests: 5
+    warmup_requests: 1
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_shipped_suites_exist_and_load() -> None:
+    suites = {load_suite(p).suite.name: load_suite(p) for p in (ROOT / "baselines").glob("*.yaml")}
+    assert set(suites) >= SHIPPED
+    classic = suites["classic-load"].suite.workloads[0]
+    assert (classic.num_requests, classic.concurrency, classic.max_tokens) == (256, 32, 256)
+    assert classic.temperature == 0.7
+    assert suites["classic-load"].prompts[classic.name].users[-1] == "请用 200 字解释什么是 KV Cache。"
+    chat = suites["chat-short"]
+    assert all(chat.prompts[w.name].system for w in chat.suite.workloads)
+
+
+def test_synthetic_prompts_have_the_asked_length_and_share_the_system_prompt(
+    tmp_path: Path,
+) -> None:
+    loaded = load_suite(write(tmp_path, SUITE))
+    prompts = loaded.prompts["w"]
+    assert len(prompts.users) == 6  # 1 warm-up + 5 measured
+    assert all(count_tokens(u) == 50 for u in prompts.users)
+    assert len(set(prompts.users)) == 6
+    assert prompts.system is not None and count_tokens(prompts.system) == 20
+
+
+def _digest_in_subprocess(path: Path, hash_seed: str) -> str:
+    code = "import sys; from tracker.suites import load_suite; " \
+           "print(load_suite(sys.argv[1]).prompts_digest)"
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def test_the_same_file_gives_byte_identical_prompts_in_any_process(tmp_path: Path) -> None:
+    path = write(tmp_path, SUITE)
+    digests = {_digest_in_subprocess(path, seed) for seed in ("0", "1", "12345")}
+    assert digests == {load_suite(path).prompts_digest}
+
+
+def test_request_bodies_are_identical_across_loads(tmp_path: Path) -> None:
+    path = write(tmp_path, SUITE)
+    bodies = []
+    for _ in range(2):
+        loaded = load_suite(path)
+        w = loaded.suite.workloads[0]
+        warm, measured = build_request_specs(w, loaded.prompts["w"], model="m",
+                                             supports_ignore_eos=True)
+        bodies.append([s.body for s in warm + measured])
+    assert bodies[0] == bodies[1]
+    body = json.loads(bodies[0][1])
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"][0]["role"] == "system"
+
+
+def test_a_changed_seed_changes_prompts_and_version(tmp_path: Path) -> None:
+    a = load_suite(write(tmp_path, SUITE))
+    b = load_suite(write(tmp_path, SUITE.replace("seed: 3", "seed: 4"), "t.yaml"))
+    assert a.prompts_digest != b.prompts_digest and a.version != b.version
+
+
+def test_formatting_does_not_change_the_version(tmp_path: Path) -> None:
+    compact = ("workloads: [{name: w, max_tokens: 8, concurrency: 2, num_requests: 5, "
+               "warmup_requests: 1, prompts: {system_prompt_tokens: 20, input_tokens: 50, "
+               "source: synthetic}}]\nseed: 3\nname: s\n")
+    assert load_suite(write(tmp_path, SUITE)).version == \
+        load_suite(write(tmp_path, compact, "t.yaml")).version
+
+
+def test_ignore_eos_is_sent_only_where_supported(tmp_path: Path) -> None:
+    loaded = load_suite(write(tmp_path, SUITE.replace("max_tokens: 8", "max_tokens: 8\n"
+                                                      "    ignore_eos: true")))
+    w = loaded.suite.workloads[0]
+    _, with_eos = build_request_specs(w, loaded.prompts["w"], model="m", supports_ignore_eos=True)
+    _, without = build_request_specs(w, loaded.prompts["w"], model="m", supports_ignore_eos=False)
+    assert json.loads(with_eos[0].body)["ignore_eos"] is True
+    assert "ignore_eos" not in json.loads(without[0].body)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    (SUITE + SUITE[SUITE.index("  - name"):], "used twice"),
+    (SUITE.replace("source: synthetic", "source: dataset"), "workloads[0].prompts"),
+    (SUITE.replace("concurrency: 2", "concurrency: 0"), "s.yaml:7: workloads[0].concurrency"),
+    (SUITE.replace("max_tokens: 8", "max_token: 8"),
+     "workloads[0].max_token: unknown key; remove it or fix its spelling "
+     "(did you mean 'max_tokens'?)"),
+])
+def test_bad_suites_are_clear_errors(tmp_path: Path, text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_suite(write(tmp_path, text))
+    assert fragment in str(info.value)

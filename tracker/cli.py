@@ -1,0 +1,97 @@
+"""Command line: parse, dispatch, and the one place that turns errors into exit codes.
+
+Exit codes: 0 pass, 1 regression found, 2 usage or config error, 3 could not measure,
+130 interrupted (what was measured is kept, marked partial), 70 internal error (a bug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from tracker import __version__, commands
+from tracker.errors import TrackerError
+
+EXIT_INTERNAL = 70
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="URL",
+                        help="database URL or SQLite file (default: $TRACKER_DB_URL or "
+                             "./tracker.db); PostgreSQL: postgresql+psycopg://user@host/db")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracker", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"tracker {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a suite against a serving config and store the results")
+    run.add_argument("--config", required=True, metavar="FILE", help="serving config YAML")
+    run.add_argument("--suite", required=True, metavar="FILE", help="baseline suite YAML")
+    _add_db(run)
+    run.add_argument("--json", metavar="OUT", help="also write the tracker.run/1 JSON (- = stdout)")
+    run.add_argument("--quiet", action="store_true", help="no progress display")
+
+    runs = sub.add_parser("runs", help="list the latest runs")
+    _add_db(runs)
+    runs.add_argument("--limit", type=int, default=20, metavar="N")
+
+    show = sub.add_parser("show", help="show one stored run")
+    show.add_argument("run_id", type=int, metavar="RUN_ID")
+    _add_db(show)
+    show.add_argument("--json", metavar="OUT", help="write the tracker.run/1 JSON (- = stdout)")
+
+    demo = sub.add_parser("demo", help="run the shipped suites on the built-in simulator "
+                                       "(no GPU, no network, no keys)")
+    _add_db(demo)
+    demo.add_argument("--quiet", action="store_true", help="no progress display")
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_sub.add_parser("upgrade", help="apply the schema migrations")
+    _add_db(upgrade)
+
+    sim = sub.add_parser("sim", help="the embedded OpenAI-compatible simulator")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True, metavar="ACTION")
+    serve = sim_sub.add_parser("serve", help="serve a kind: sim config until Ctrl-C")
+    serve.add_argument("--config", required=True, metavar="FILE")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return commands.cmd_run(args.config, args.suite, args.db, args.json, args.quiet)
+    if args.command == "runs":
+        return commands.cmd_runs(args.db, args.limit)
+    if args.command == "show":
+        return commands.cmd_show(args.run_id, args.db, args.json)
+    if args.command == "demo":
+        return commands.cmd_demo(args.db, args.quiet)
+    if args.command == "db":
+        return commands.cmd_db_upgrade(args.db)
+    if args.command == "sim":
+        return commands.cmd_sim_serve(args.config, args.host, args.port)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return dispatch(args)
+    except TrackerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the job boundary: a bug, reported in one line
+        if os.environ.get("TRACKER_DEBUG"):
+            traceback.print_exc()
+        print(f"error: internal error: {type(exc).__name__}: {exc} (set TRACKER_DEBUG=1 for the "
+              "traceback and please report it)", file=sys.stderr)
+        return EXIT_INTERNAL

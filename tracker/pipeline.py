@@ -1,0 +1,123 @@
+"""Wiring: load the inputs, open the store, run the suite, read the stored run back.
+
+The runner measures and the store keeps; this module connects them and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+import tracker
+from tracker.aio import run_async
+from tracker.config import LoadedConfig, load_config
+from tracker.errors import TrackerError
+from tracker.results import RunResult, RunStatus, WorkloadResult
+from tracker.runner import Progress, RunOutcome, SuiteRunner
+from tracker.store.db import open_store
+from tracker.store.repository import (
+    begin_run,
+    fetch_run,
+    finish_run,
+    save_config_version,
+    save_suite,
+    save_workload,
+)
+from tracker.suites import LoadedSuite, load_suite
+from tracker.targets import resolve_headers
+
+
+class RunInterrupted(TrackerError):
+    exit_code = 130
+
+
+class StoreSink:
+    """Saves each piece of a run in its own transaction, as soon as it is measured."""
+
+    def __init__(self, engine: Engine, config_version_id: int, suite_id: int) -> None:
+        self.engine = engine
+        self.config_version_id = config_version_id
+        self.suite_id = suite_id
+        self.run_id: int | None = None
+
+    def begin(self, *, started_at: datetime, simulated: bool,
+              environment: dict[str, object]) -> int:
+        with Session(self.engine) as session, session.begin():
+            self.run_id = begin_run(
+                session, config_version_id=self.config_version_id, suite_id=self.suite_id,
+                started_at=started_at, host=socket.gethostname(),
+                tracker_version=tracker.__version__, simulated=simulated,
+                environment=environment)
+        return self.run_id
+
+    def save_workload(self, position: int, result: WorkloadResult) -> None:
+        with Session(self.engine) as session, session.begin():
+            save_workload(session, self._run_id(), position, result)
+
+    def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
+        with Session(self.engine) as session, session.begin():
+            finish_run(session, self._run_id(), status, ended_at, reason)
+
+    def _run_id(self) -> int:
+        if self.run_id is None:
+            raise RuntimeError("the run has not begun")
+        return self.run_id
+
+
+async def _run_until_signalled(runner: SuiteRunner) -> RunOutcome:
+    """Run, treating SIGTERM (a scheduler or CI stopping us) like Ctrl-C: keep what was measured."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    try:
+        if task is not None:
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass  # not the main thread, or a platform without signal handlers
+    try:
+        return await runner.run()
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+def register_inputs(engine: Engine, config: LoadedConfig, suite: LoadedSuite) -> tuple[int, int]:
+    with Session(engine) as session, session.begin():
+        return save_config_version(session, config), save_suite(session, suite)
+
+
+def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
+                  progress: Progress | None = None) -> RunResult:
+    """Run one suite against one config and return the run as stored."""
+    resolve_headers(config)  # a missing key fails here, before a run is recorded
+    config_version_id, suite_id = register_inputs(engine, config, suite)
+    sink = StoreSink(engine, config_version_id, suite_id)
+    runner = SuiteRunner(config, suite, sink, progress)
+    try:
+        outcome = run_async(_run_until_signalled(runner))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if sink.run_id is None:
+            raise RunInterrupted("interrupted before the run started; nothing was recorded") from None
+        raise RunInterrupted(
+            f"interrupted; run {sink.run_id} kept as partial with "
+            f"{len(runner.results)} of {len(suite.suite.workloads)} workloads "
+            f"(see `tracker show {sink.run_id}`)") from None
+    with Session(engine) as session:
+        return fetch_run(session, outcome.run_id)
+
+
+def execute_run(config_path: str | Path, suite_path: str | Path, db_url: str,
+                progress: Progress | None = None) -> RunResult:
+    config = load_config(config_path)
+    suite = load_suite(suite_path)
+    engine = open_store(db_url)
+    try:
+        return execute_suite(engine, config, suite, progress)
+    finally:
+        engine.dispose()

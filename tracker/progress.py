@@ -1,0 +1,51 @@
+"""Progress on stderr: one updating line on a terminal, one line per workload elsewhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from tracker.results import WorkloadResult
+
+
+class ProgressPrinter:
+    def __init__(self, stream: TextIO | None = None, label: str = "") -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty()
+        self.label = label
+        self._prefix = ""
+        self._last_draw = 0.0
+
+    def workload_started(self, name: str, position: int, count: int, requests: int) -> None:
+        self._prefix = f"{self.label}[{position + 1}/{count}] {name}"
+        if self.tty:
+            self._draw(0, requests, force=True)
+        else:
+            print(f"{self._prefix}: {requests} requests ...", file=self.stream, flush=True)
+
+    def request_done(self, done: int, total: int) -> None:
+        if self.tty:
+            self._draw(done, total, force=done == total)
+
+    def workload_finished(self, result: WorkloadResult) -> None:
+        s = result.summary
+        rate = s.request_throughput_per_s or 0.0
+        text = (f"{self._prefix}: {s.completed} ok, {s.failed} failed, "
+                f"{rate:.1f} req/s in {s.duration_s:.1f} s")
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text + "\n")
+            self.stream.flush()
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def _draw(self, done: int, total: int, *, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_draw < 0.1:
+            return
+        self._last_draw = now
+        width = 24
+        filled = width * done // max(total, 1)
+        bar = "#" * filled + "." * (width - filled)
+        self.stream.write(f"\r\x1b[2K{self._prefix} [{bar}] {done}/{total}")
+        self.stream.flush()
