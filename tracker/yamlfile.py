@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -91,16 +91,17 @@ def validate_model(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe_validation_error(exc, path, lines)) from None
+        raise ConfigError(_describe_validation_error(exc, model, path, lines)) from None
 
 
-def _describe_validation_error(exc: ValidationError, path: Path, lines: Mapping[Loc, int]) -> str:
+def _describe_validation_error(exc: ValidationError, model: type[BaseModel], path: Path,
+                               lines: Mapping[Loc, int]) -> str:
     errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
     loc: Loc = _clean_loc(first["loc"])
     message = _describe_one(first)
     if first["type"] == "extra_forbidden":
-        message += _did_you_mean(loc, errors)
+        message += _did_you_mean(model, loc, errors)
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     suffix = more if len(errors) > 1 else ""
     return f"{where(path, loc, lines)}: {format_loc(loc)}: {message}{suffix}"
@@ -110,12 +111,30 @@ def _clean_loc(loc: Any) -> Loc:
     return tuple(p for p in loc if not _is_union_tag(p))
 
 
-def _did_you_mean(loc: Loc, errors: list[Any]) -> str:
-    """For a misspelt key, the missing key at the same level that it most resembles."""
+def _did_you_mean(model: type[BaseModel], loc: Loc, errors: list[Any]) -> str:
+    """For a misspelt key: the missing key at the same level it resembles, else a known key."""
     missing = [str(_clean_loc(e["loc"])[-1]) for e in errors
                if e["type"] == "missing" and _clean_loc(e["loc"])[:-1] == loc[:-1]]
-    close = difflib.get_close_matches(str(loc[-1]), missing, n=1)
+    close = difflib.get_close_matches(str(loc[-1]), missing, n=1) or \
+        difflib.get_close_matches(str(loc[-1]), sorted(_keys_at(model, loc[:-1])), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _keys_at(model: type[BaseModel], loc: Loc) -> set[str]:
+    """The keys the schema allows at ``loc`` (list indices skipped)."""
+    models = [model]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        models = [m for parent in models if part in parent.model_fields
+                  for m in _models_in(parent.model_fields[part].annotation)]
+    return {name for m in models for name in m.model_fields}
 
 
 def _is_union_tag(part: str | int) -> bool:

@@ -1,0 +1,161 @@
+"""Store speed: saving and reading one large workload, against a raw-driver reference.
+
+Run: .venv/bin/python bench/store.py [--records 10000] [--itl 128] [--postgres URL]
+
+For each backend it times the tracker's ``save_workload`` and ``fetch_run`` on a workload of
+``--records`` requests with ``--itl`` inter-chunk gaps each, and, in the same run, a reference:
+the same rows written with the bare driver's ``executemany`` into a plain table (the practical
+limit for this row shape). The ratio says what the ORM layer costs. Printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from tracker.config import ServingConfig, Target, build_loaded_config
+from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
+from tracker.store.db import open_store, redact_url
+from tracker.store.repository import (
+    begin_run,
+    fetch_run,
+    finish_run,
+    save_config_version,
+    save_suite,
+    save_workload,
+)
+from tracker.suites import FixedPrompt, Suite, Workload, build_loaded_suite
+from tracker.summary import compute_workload_summary
+
+REFERENCE_SQL = ("INSERT INTO ref (idx, start_s, ttft_s, e2el_s, itl_s, output_tokens, "
+                 "input_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
+def make_workload(records: int, itl: int) -> WorkloadResult:
+    rows = tuple(
+        RequestRecord(i, i * 0.01, 0.1, 0.1 + itl * 0.02, (0.02,) * itl, itl + 1,
+                      TokenSource.USAGE, 128, TokenSource.USAGE)
+        for i in range(records))
+    now = datetime.now(UTC)
+    return WorkloadResult("bench", 64, records, 0, {}, now, now, rows,
+                          compute_workload_summary(rows, 10.0))
+
+
+def time_tracker(url: str, workload: WorkloadResult) -> tuple[float, float]:
+    engine = open_store(url)
+    try:
+        config = build_loaded_config(ServingConfig(name="bench", target=Target(kind="sim",
+                                                                                model="m")), "-")
+        suite = build_loaded_suite(Suite(name="bench", workloads=[Workload(
+            name="w", prompts=FixedPrompt(source="fixed", text="x"), max_tokens=1,
+            concurrency=1, num_requests=1)]), "-")
+        with Session(engine) as session, session.begin():
+            run_id = begin_run(session, config_version_id=save_config_version(session, config),
+                               suite_id=save_suite(session, suite), started_at=datetime.now(UTC),
+                               host="bench", tracker_version="bench", simulated=True,
+                               environment={})
+        start = time.perf_counter()
+        with Session(engine) as session, session.begin():
+            save_workload(session, run_id, 0, workload)
+            finish_run(session, run_id, RunStatus.COMPLETED, datetime.now(UTC), None)
+        saved = time.perf_counter() - start
+        start = time.perf_counter()
+        with Session(engine) as session:
+            fetched = fetch_run(session, run_id)
+        read = time.perf_counter() - start
+        assert len(fetched.workloads[0].records) == len(workload.records)
+        return saved, read
+    finally:
+        engine.dispose()
+
+
+def reference_rows(workload: WorkloadResult) -> list[tuple[object, ...]]:
+    return [(r.index, r.start_s, r.ttft_s, r.e2el_s, json.dumps(r.itl_s), r.output_tokens,
+             r.input_tokens) for r in workload.records]
+
+
+def time_sqlite_reference(path: Path, workload: WorkloadResult) -> float:
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("CREATE TABLE ref (idx INT, start_s REAL, ttft_s REAL, e2el_s REAL, "
+                           "itl_s TEXT, output_tokens INT, input_tokens INT)")
+        start = time.perf_counter()
+        with connection:
+            connection.executemany(REFERENCE_SQL, reference_rows(workload))
+        return time.perf_counter() - start
+    finally:
+        connection.close()
+
+
+def time_postgres_reference(url: str, workload: WorkloadResult) -> float:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TEMP TABLE ref (idx INT, start_s FLOAT8, ttft_s FLOAT8,"
+                                    " e2el_s FLOAT8, itl_s JSON, output_tokens INT, "
+                                    "input_tokens INT)"))
+            raw = connection.connection.driver_connection
+            assert raw is not None
+            start = time.perf_counter()
+            with raw.cursor() as cursor:
+                cursor.executemany(REFERENCE_SQL.replace("?", "%s"), reference_rows(workload))
+            return time.perf_counter() - start
+    finally:
+        engine.dispose()
+
+
+def fresh_postgres(admin_url: str) -> str:
+    name = f"tracker_bench_{os.getpid()}"
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_postgres(admin_url: str, url: str) -> None:
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--itl", type=int, default=128)
+    parser.add_argument("--postgres", default=os.environ.get(
+        "TRACKER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
+    args = parser.parse_args()
+    workload = make_workload(args.records, args.itl)
+    rows: list[tuple[str, float, float, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        saved, read = time_tracker(f"sqlite:///{tmp}/t.db", workload)
+        rows.append(("sqlite", saved, time_sqlite_reference(Path(tmp) / "ref.db", workload), read))
+    try:
+        url = fresh_postgres(args.postgres)
+        try:
+            saved, read = time_tracker(url, workload)
+            rows.append(("postgresql", saved, time_postgres_reference(url, workload), read))
+        finally:
+            drop_postgres(args.postgres, url)
+    except Exception as exc:  # a bench reports what it could not measure and goes on
+        print(f"postgresql: not measured ({redact_url(args.postgres)}: {type(exc).__name__})")
+    print(f"{args.records} records x {args.itl} ITL values")
+    print(f"{'backend':<12}{'save s':>9}{'raw ref s':>11}{'ratio':>8}{'fetch s':>9}")
+    for name, saved, reference, read in rows:
+        print(f"{name:<12}{saved:>9.3f}{reference:>11.3f}{saved / reference:>8.2f}{read:>9.3f}")
+
+
+if __name__ == "__main__":
+    main()
