@@ -6,6 +6,8 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +57,20 @@ def cmd_run(config: str, suite: str, db: str | None, json_out: str | None, quiet
     return _exit_code(run)
 
 
-def cmd_runs(db: str | None, limit: int) -> int:
+@contextmanager
+def reading(db: str | None) -> Iterator[Session]:
+    """A read-only session on the store named by ``--db`` (or its defaults)."""
     engine = open_store(resolve_db_url(db))
     try:
         with Session(engine) as session:
-            listings = fetch_runs(session, limit)
+            yield session
     finally:
         engine.dispose()
+
+
+def cmd_runs(db: str | None, limit: int) -> int:
+    with reading(db) as session:
+        listings = fetch_runs(session, limit)
     if not listings:
         print("no runs yet; start with `tracker demo` or `tracker run --config ... --suite ...`")
         return EXIT_OK
@@ -75,12 +84,8 @@ def cmd_runs(db: str | None, limit: int) -> int:
 
 
 def cmd_show(run_id: int, db: str | None, json_out: str | None) -> int:
-    engine = open_store(resolve_db_url(db))
-    try:
-        with Session(engine) as session:
-            run = fetch_run(session, run_id)
-    finally:
-        engine.dispose()
+    with reading(db) as session:
+        run = fetch_run(session, run_id)
     if json_out:
         write_json(json_out, render_run_json(run))
     if json_out != "-":
