@@ -23,6 +23,8 @@ class Reply:
     status: int = 200
     content_type: str = "text/event-stream"
     body: bytes | None = None  # a plain (non-streamed) body instead of steps
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
+    abort: bool = False  # after the steps, drop the connection without ending the response
 
 
 @dataclass
@@ -116,13 +118,16 @@ class ScriptedServer:
                       served: Served) -> web.StreamResponse:
         if reply.body is not None:
             return web.Response(status=reply.status, body=reply.body,
-                                content_type=reply.content_type)
+                                content_type=reply.content_type, headers=reply.headers)
         response = web.StreamResponse(status=reply.status,
-                                      headers={"Content-Type": reply.content_type})
+                                      headers={"Content-Type": reply.content_type,
+                                               **reply.headers})
         await response.prepare(request)
         for delay, data in reply.steps:
             if delay:
                 await asyncio.sleep(delay)
             served.writes.append(time.perf_counter())
             await response.write(data)
+        if reply.abort and request.transport is not None:
+            request.transport.abort()
         return response

@@ -11,8 +11,9 @@ import os
 import sys
 import traceback
 
-from tracker import __version__, commands
+from tracker import __version__, commands, doctor_command, gate_command
 from tracker.errors import TrackerError
+from tracker.scheduling import commands as scheduling_commands
 
 EXIT_INTERNAL = 70
 
@@ -21,6 +22,52 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URL",
                         help="database URL or SQLite file (default: $TRACKER_DB_URL or "
                              "./tracker.db); PostgreSQL: postgresql+psycopg://user@host/db")
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of requests per second: {text!r}") \
+            from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
+    return value
+
+
+def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = sub.add_parser("bench", help="benchmark any OpenAI-compatible endpoint ad hoc "
+                                         "(vllm bench serve's flags; nothing is stored)")
+    bench.add_argument("--base-url", required=True, metavar="URL",
+                       help="the server root, e.g. http://127.0.0.1:8000 (/v1 is appended)")
+    bench.add_argument("--model", help="default: the first model at /v1/models")
+    bench.add_argument("--endpoint-type", choices=("chat", "completions"), default="chat")
+    bench.add_argument("--max-concurrency", type=int, metavar="N",
+                       help="the most requests in flight (default: no limit)")
+    bench.add_argument("--request-rate", type=_rate, default=float("inf"), metavar="R",
+                       help="planned requests per second, open loop (default inf: all at once)")
+    bench.add_argument("--burstiness", type=float, default=1.0, metavar="B",
+                       help="gamma shape of the gaps between requests; 1 = Poisson")
+    bench.add_argument("--num-prompts", type=int, default=200, metavar="N")
+    bench.add_argument("--random-input-len", type=int, default=256, metavar="TOKENS")
+    bench.add_argument("--random-output-len", type=int, default=128, metavar="TOKENS")
+    bench.add_argument("--ignore-eos", action="store_true",
+                       help="ask the server to generate exactly --random-output-len tokens")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--warmup", type=int, default=0, metavar="N",
+                       help="requests sent first and not measured")
+    bench.add_argument("--duration", type=float, metavar="S",
+                       help="keep starting requests for S seconds (prompts cycle)")
+    bench.add_argument("--goodput", nargs="+", default=[], metavar="KEY:MS",
+                       help="SLOs for goodput, e.g. --goodput ttft:500 tpot:50 (ms)")
+    bench.add_argument("--api-key-env", metavar="NAME",
+                       help="the environment variable holding the API key (never the key)")
+    bench.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                       help="per-request timeout in seconds")
+    bench.add_argument("--json", metavar="OUT", help="write the tracker.run/1 JSON (- = stdout)")
+    bench.add_argument("--save-requests", metavar="OUT.jsonl",
+                       help="write every request's timings, one JSON line each")
+    bench.add_argument("--quiet", action="store_true", help="no progress display")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,12 +101,23 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = db_sub.add_parser("upgrade", help="apply the schema migrations")
     _add_db(upgrade)
 
+    dashboard = sub.add_parser("dashboard", help="serve the dashboard on 127.0.0.1 "
+                                                 "(trends, runs, compare, configs)")
+    _add_db(dashboard)
+    dashboard.add_argument("--port", type=int, default=8501, metavar="N",
+                           help="port on 127.0.0.1 (default: 8501)")
+
+    _add_bench(sub)
+
     sim = sub.add_parser("sim", help="the embedded OpenAI-compatible simulator")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True, metavar="ACTION")
     serve = sim_sub.add_parser("serve", help="serve a kind: sim config until Ctrl-C")
     serve.add_argument("--config", required=True, metavar="FILE")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    doctor_command.add_parser(sub)
+    scheduling_commands.add_parsers(sub, _add_db)
+    gate_command.add_parsers(sub, _add_db)
     return parser
 
 
@@ -74,8 +132,18 @@ def dispatch(args: argparse.Namespace) -> int:
         return commands.cmd_demo(args.db, args.quiet)
     if args.command == "db":
         return commands.cmd_db_upgrade(args.db)
+    if args.command == "dashboard":
+        return commands.cmd_dashboard(args.db, args.port)
+    if args.command == "bench":
+        return commands.cmd_bench(args)
     if args.command == "sim":
         return commands.cmd_sim_serve(args.config, args.host, args.port)
+    if args.command == doctor_command.COMMAND:
+        return doctor_command.cmd_doctor(args)
+    if args.command in scheduling_commands.COMMANDS:
+        return scheduling_commands.dispatch(args)
+    if args.command in gate_command.COMMANDS:
+        return gate_command.dispatch(args)
     raise AssertionError(f"unhandled command {args.command}")
 
 

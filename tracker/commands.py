@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -131,6 +132,39 @@ def cmd_demo(db: str | None, quiet: bool) -> int:
     print(f"stored {len(runs)} simulated runs in {redact_url(url)}; list them with "
           "`tracker runs`, open one with `tracker show RUN_ID`")
     return max(_exit_code(run) for run in runs)
+
+
+def cmd_dashboard(db: str | None, port: int) -> int:
+    from tracker.dashboard.launch import run_dashboard  # streamlit loads only for this command
+
+    run_dashboard(resolve_db_url(db), port)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from tracker.adhoc import (
+        BenchArgs,
+        bench_json,
+        execute_bench,
+        render_bench_text,
+        save_requests,
+    )
+
+    bench = BenchArgs(
+        base_url=args.base_url, model=args.model, endpoint_type=args.endpoint_type,
+        max_concurrency=args.max_concurrency, request_rate=args.request_rate,
+        burstiness=args.burstiness, num_prompts=args.num_prompts,
+        random_input_len=args.random_input_len, random_output_len=args.random_output_len,
+        ignore_eos=args.ignore_eos, seed=args.seed, warmup=args.warmup,
+        duration_s=args.duration, goodput=tuple(args.goodput), api_key_env=args.api_key_env,
+        request_timeout_s=args.timeout)
+    model, result = execute_bench(bench, quiet=args.quiet or args.json == "-")
+    if args.json:
+        write_json(args.json, bench_json(bench, model, result))
+    if args.save_requests:
+        save_requests(args.save_requests, result)
+    if args.json != "-":
+        print(render_bench_text(model, result))
+    return EXIT_OK if result.summary.completed else EXIT_NOT_MEASURED
 
 
 def cmd_sim_serve(config_path: str, host: str, port: int) -> int:

@@ -103,13 +103,19 @@ class LaunchSettings(_Strict):
 
 
 class SimulatorSettings(_Strict):
-    """The embedded simulator's performance model (seconds per unit of work)."""
+    """The embedded simulator's performance model (seconds per unit of work); see tracker.sim."""
 
     seed: int = 0
     prefill_s_per_token: NonNegativeFloat = 5e-5
-    decode_base_s: PositiveFloat = 0.004
+    decode_base_s: PositiveFloat = 0.004  # one decode step of the 16-bit model, batch of one
     decode_per_seq_s: NonNegativeFloat = 5e-5
+    decode_s_per_kv_gib: NonNegativeFloat = 2.5e-4  # memory-bound decode: per GiB of KV read
+    decode_weights_share: float = Field(default=0.5, ge=0, le=1)  # of decode_base_s: weight reads
     noise: NonNegativeFloat = Field(default=0.02, le=0.5)  # relative jitter of each step
+    run_noise: NonNegativeFloat = Field(default=0.01, le=0.5)  # jitter of a whole run's speed
+    batching: Literal["continuous", "static"] = "continuous"  # static: no paging, no joining
+    gpu_memory_gib: PositiveFloat = 80.0  # one simulated accelerator
+    model_params_b: PositiveFloat = 8.0  # billions of parameters; 16-bit weights: 2 GiB each
 
 
 class Target(_Strict):
@@ -216,8 +222,8 @@ def _schema_keys() -> frozenset[str]:
 
 def _is_secret_key(key: str) -> bool:
     name = key.lower().lstrip("-").replace("-", "_")
-    if name in _schema_keys():  # our own keys (e.g. prefill_s_per_token) are never secrets
-        return False
+    if name.removeprefix("sim_") in _schema_keys():  # our keys (prefill_s_per_token, also as
+        return False                                   # the simulator's --sim-* flags) are not
     return name in SECRET_KEYS or name.endswith(SECRET_SUFFIXES)
 
 

@@ -1,19 +1,29 @@
 """The load generator: streams OpenAI-compatible requests with aiohttp and times them.
 
 Timing rules (see tracker.results for the definitions):
-- the send stamp is taken when aiohttp has written the request body (``on_request_chunk_sent``),
-  not when the request is issued, so the client's own queueing never counts as server time;
-- every network read gets one timestamp, shared by all chunks that arrived in it;
-- connections are kept alive and the pool is opened to the concurrency before timing starts.
+- the send stamp is taken when aiohttp writes the request body (``on_request_chunk_sent``), not
+  when the request is issued: on Python 3.11 aiohttp writes the body from a separately scheduled
+  task, so a stamp taken earlier would add the client's own queueing to TTFT;
+- the receive stamp is taken by the connection's protocol when the network read arrives
+  (``data_received``), not when the reading coroutine wakes up, so a busy event loop does not
+  delay it; every chunk of one read shares that stamp;
+- connections are kept alive and the pool is opened to the concurrency before timing starts;
+- closed loop: ``concurrency`` workers, each sends its next request when one finishes;
+  open loop: requests start at planned times (``LoadPlan.arrivals_s``), at most ``concurrency``
+  in flight; the plan is kept whatever the server does, and the lateness is recorded.
 A failed request is data: it becomes a ``RequestRecord`` with ``error_class`` set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import functools
 import itertools
 import json
+import os
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,14 +31,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
 
-from tracker.results import RequestRecord, TokenSource
+from tracker.clienthealth import HealthProbe
+from tracker.results import ClientHealth, RequestRecord, TokenSource
+from tracker.sse import ERROR_TEXT_LIMIT, StreamError, StreamScanner, error_message
 
 Clock = Callable[[], float]
 ProgressCallback = Callable[[int, int], None]
 
-READ_BUFSIZE = 1 << 20  # long contexts must not stall the client on small reads
-ERROR_TEXT_LIMIT = 300
+READ_BUFSIZE = 1 << 20  # long contexts must not stall the client on small reads (vllm#39963)
+MAX_WARM_CONNECTIONS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +55,18 @@ class LoadPlan:
     path: str  # e.g. "/v1/chat/completions"
     warmup: Sequence[RequestSpec]
     measured: Sequence[RequestSpec]
-    concurrency: int
+    concurrency: int  # closed loop: the workers; open loop: the most requests in flight
     request_timeout_s: float = 600.0
+    arrivals_s: Sequence[float] | None = None  # open loop: planned starts, s after the origin
+    duration_s: float | None = None  # closed loop: start no request after this (specs cycle)
+
+    @property
+    def open_loop(self) -> bool:
+        return self.arrivals_s is not None
+
+    @property
+    def planned_requests(self) -> int:
+        return len(self.arrivals_s) if self.arrivals_s is not None else len(self.measured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,21 +88,67 @@ class LoadOutcome:
     ended_at: datetime
     duration_s: float
     complete: bool
+    client: ClientHealth | None = None
 
 
-class StreamError(Exception):
-    def __init__(self, error_class: str, message: str) -> None:
-        super().__init__(message)
-        self.error_class = error_class
+class PollClock:
+    """One reading of the clock per event-loop pass, shared by every read handled in that pass.
+
+    The loop hands out the reads that one poll returned one after another; each was already
+    there when the poll returned, so the first reading is the truest stamp for all of them, and
+    the time spent parsing the earlier ones is not added to the later ones.
+    """
+
+    __slots__ = ("clock", "loop", "stamp")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Clock) -> None:
+        self.loop = loop
+        self.clock = clock
+        self.stamp: float | None = None
+
+    def now(self) -> float:
+        stamp = self.stamp
+        if stamp is None:
+            stamp = self.stamp = self.clock()
+            self.loop.call_soon(self._next_pass)  # runs after this pass's I/O callbacks
+        return stamp
+
+    def _next_pass(self) -> None:
+        self.stamp = None
 
 
-@dataclass(slots=True)
-class _StreamState:
-    chunk_times: list[float] = field(default_factory=list)
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    done: bool = False
-    end: float | None = None
+class StampingProtocol(ResponseHandler):
+    """aiohttp's response protocol, stamping each network read as it arrives.
+
+    While a response is being read, ``sink`` is called right after each read has been parsed,
+    with the read's stamp: the body is scanned there and then, without waking a coroutine per
+    chunk, so the stamps of later reads do not wait for the event loop's other callbacks.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: PollClock) -> None:
+        super().__init__(loop)
+        self.clock = clock
+        self.read_s = 0.0
+        self.sink: Callable[[float], None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if not data:  # aiohttp calls it with b"" to resume its parser: not a read
+            ResponseHandler.data_received(self, data)
+            return
+        now = self.read_s = self.clock.now()
+        ResponseHandler.data_received(self, data)  # (no super(): called per HTTP chunk)
+        sink = self.sink
+        if sink is not None:
+            sink(now)
+
+
+class StampingConnector(aiohttp.TCPConnector):
+    def __init__(self, clock: Clock, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # aiohttp builds each connection's protocol with this factory (private, stable in 3.x);
+        # a connection made otherwise is still measured, with the stamp taken on wake-up
+        self._factory = functools.partial(  # type: ignore[assignment]
+            StampingProtocol, loop=self._loop, clock=PollClock(self._loop, clock))
 
 
 def _send_stamp_config(clock: Clock) -> aiohttp.TraceConfig:
@@ -89,95 +158,48 @@ def _send_stamp_config(clock: Clock) -> aiohttp.TraceConfig:
         _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: Any
     ) -> None:
         stamp = ctx.trace_request_ctx
-        if isinstance(stamp, dict):
+        if isinstance(stamp, dict) and "sent" not in stamp:
             stamp["sent"] = clock()
 
     trace.on_request_chunk_sent.append(on_chunk_sent)
     return trace
 
 
+def _environment_configures_proxy() -> bool:
+    """True when HTTP(S)_PROXY/ALL_PROXY or a netrc file could change how requests are sent."""
+    netrc = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+    return bool(urllib.request.getproxies()) or os.path.isfile(netrc)
+
+
 def open_session(concurrency: int, clock: Clock) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency,
-                                     ttl_dns_cache=300)
+    """A session for one workload: keep-alive pool of ``concurrency``, proxies from the env.
+
+    ``trust_env`` (HTTP(S)_PROXY, NO_PROXY, netrc, as the OpenAI SDK honours them) is on whenever
+    the environment sets any of them; aiohttp then looks them up in a worker thread for every
+    request, so it stays off when there is nothing to find.
+    """
+    connector = StampingConnector(clock, limit=concurrency, limit_per_host=concurrency,
+                                  ttl_dns_cache=300)
     return aiohttp.ClientSession(
         connector=connector,
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
         trace_configs=[_send_stamp_config(clock)],
         read_bufsize=READ_BUFSIZE,
         auto_decompress=False,
+        trust_env=_environment_configures_proxy(),
     )
-
-
-def _content_of(choice: dict[str, Any]) -> str:
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        for key in ("content", "reasoning_content", "reasoning"):
-            text = delta.get(key)
-            if text:
-                return str(text)
-        return ""
-    text = choice.get("text")
-    return str(text) if text else ""
-
-
-def _error_message(payload: Any) -> str:
-    if isinstance(payload, dict):
-        error = payload.get("error", payload)
-        if isinstance(error, dict):
-            return str(error.get("message") or error)[:ERROR_TEXT_LIMIT]
-        return str(error)[:ERROR_TEXT_LIMIT]
-    return str(payload)[:ERROR_TEXT_LIMIT]
-
-
-def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
-    if payload == b"[DONE]":
-        state.done = True
-        return
-    try:
-        event = json.loads(payload)
-    except ValueError:
-        raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
-    if not isinstance(event, dict):
-        raise StreamError("malformed_sse", f"not a JSON object: {payload[:80]!r}")
-    if "error" in event:
-        raise StreamError("stream_error", _error_message(event))
-    usage = event.get("usage")
-    if isinstance(usage, dict):
-        state.completion_tokens = usage.get("completion_tokens", state.completion_tokens)
-        state.prompt_tokens = usage.get("prompt_tokens", state.prompt_tokens)
-    choices = event.get("choices")
-    if choices is None and not isinstance(usage, dict):
-        raise StreamError("no_choices", f"event without 'choices': {payload[:80]!r}")
-    for choice in choices or ():
-        if _content_of(choice):
-            state.chunk_times.append(now)
-            break
-
-
-async def _read_stream(response: aiohttp.ClientResponse, clock: Clock) -> _StreamState:
-    state = _StreamState()
-    pending = b""
-    async for data in response.content.iter_any():
-        now = clock()
-        lines = (pending + data).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            line = line.strip()
-            if line.startswith(b"data:"):
-                _handle_event(state, line[5:].strip(), now)
-        state.end = now
-    if pending.strip().startswith(b"data:"):
-        _handle_event(state, pending.strip()[5:].strip(), state.end or clock())
-    return state
 
 
 async def _check_response(response: aiohttp.ClientResponse) -> None:
     if response.status != 200:
         text = await response.text(errors="replace")
         try:
-            message = _error_message(json.loads(text))
+            message = error_message(json.loads(text))
         except ValueError:
             message = text[:ERROR_TEXT_LIMIT]
+        retry_after = response.headers.get("Retry-After")
+        if retry_after is not None:
+            message = f"Retry-After: {retry_after}; {message}"
         raise StreamError(f"http_{response.status}", message)
     content_type = response.headers.get("Content-Type", "")
     if "text/event-stream" not in content_type:
@@ -187,42 +209,104 @@ async def _check_response(response: aiohttp.ClientResponse) -> None:
                           f"{text[:120]}")
 
 
-def _finish_record(index: int, spec: RequestSpec, sent: float, state: _StreamState,
-                   t0: float) -> RequestRecord:
-    times = state.chunk_times
-    if not state.done:
+async def _read_stream(response: aiohttp.ClientResponse, clock: Clock) -> StreamScanner:
+    # the connection is released as soon as the body has arrived, which can be before we read;
+    # the response keeps its protocol (private in aiohttp 3.x; without it: stamp on wake-up)
+    protocol = getattr(response, "_protocol", None)
+    if not isinstance(protocol, StampingProtocol):
+        return await _read_stream_awake(response, clock)
+    scanner = StreamScanner()
+    content = response.content
+
+    def drain(now: float) -> None:  # runs inside data_received: must never raise
+        if content.exception() is not None:
+            return
+        data = content.read_nowait()
+        if data:
+            try:
+                scanner.feed(data, now)
+            except StreamError as exc:
+                content.set_exception(exc)  # wakes wait_eof below with it
+
+    drain(protocol.read_s)  # what came with the headers
+    protocol.sink = drain
+    try:
+        await content.wait_eof()  # raises what drain set (a StreamError) or the connection's
+    finally:
+        if protocol.sink is drain:  # a reused connection may already serve the next request
+            protocol.sink = None
+    drain(clock())
+    failure = content.exception()
+    if isinstance(failure, StreamError):
+        raise failure
+    scanner.finish()
+    return scanner
+
+
+async def _read_stream_awake(response: aiohttp.ClientResponse, clock: Clock) -> StreamScanner:
+    """The plain path: each read stamped when the reading coroutine wakes up."""
+    scanner = StreamScanner()
+    while data := await response.content.readany():
+        scanner.feed(data, clock())
+    scanner.finish()
+    return scanner
+
+
+def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamScanner,
+                   t0: float, scheduled: float | None) -> RequestRecord:
+    times = scanner.chunk_times
+    if not scanner.done:
         raise StreamError("truncated_stream", "the stream ended without [DONE]")
     if not times:
         raise StreamError("empty_response", "the stream carried no content")
-    if state.completion_tokens is not None:
-        output, output_source = int(state.completion_tokens), TokenSource.USAGE
+    if scanner.completion_tokens is not None:
+        output, output_source = int(scanner.completion_tokens), TokenSource.USAGE
     else:
         output, output_source = len(times), TokenSource.CHUNKS
-    if state.prompt_tokens is not None:
-        prompt, prompt_source = int(state.prompt_tokens), TokenSource.USAGE
+    if scanner.prompt_tokens is not None:
+        prompt, prompt_source = int(scanner.prompt_tokens), TokenSource.USAGE
     else:
         prompt, prompt_source = spec.input_tokens_estimate, TokenSource.CLIENT
-    end = state.end if state.end is not None else times[-1]
+    end = scanner.end_s if scanner.end_s is not None else times[-1]
     return RequestRecord(
         index=index, start_s=sent - t0, ttft_s=times[0] - sent, e2el_s=end - sent,
         itl_s=tuple(b - a for a, b in itertools.pairwise(times)),
         output_tokens=output, output_tokens_source=output_source,
         input_tokens=prompt, input_tokens_source=prompt_source,
+        scheduled_start_s=scheduled, output_chunks=len(times),
     )
 
 
-def _failed_record(index: int, start_s: float, error_class: str, message: str) -> RequestRecord:
+def _failed_record(index: int, start_s: float, error_class: str, message: str,
+                   scheduled: float | None) -> RequestRecord:
     return RequestRecord(index=index, start_s=start_s, ttft_s=None, e2el_s=None, itl_s=(),
                          output_tokens=None, output_tokens_source=None, input_tokens=None,
                          input_tokens_source=None, error_class=error_class,
-                         error=message[:ERROR_TEXT_LIMIT])
+                         error=message[:ERROR_TEXT_LIMIT], scheduled_start_s=scheduled)
+
+
+def _connection_error_class(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return "connection_refused"
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError |
+                  ConnectionResetError | BrokenPipeError):
+        return "connection_reset"
+    if isinstance(exc, OSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE):
+        return "connection_reset"
+    return "connection_error"
 
 
 async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: str,
                       spec: RequestSpec, *, index: int, t0: float, clock: Clock,
-                      timeout_s: float) -> RequestRecord:
-    """Send one streamed request; every failure comes back as a record, never an exception."""
-    stamp: dict[str, float] = {"issued": clock()}
+                      timeout_s: float, scheduled_s: float | None = None,
+                      stamp: dict[str, float] | None = None) -> RequestRecord:
+    """Send one streamed request; every failure comes back as a record, never an exception.
+
+    ``scheduled_s`` (open loop) is the planned start on the same origin as ``t0``; ``stamp``, when
+    given, receives ``issued`` and ``sent`` (the caller measures its send lag from them).
+    """
+    stamp = stamp if stamp is not None else {}
+    stamp["issued"] = clock()
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                **endpoint.headers}
     try:
@@ -230,23 +314,22 @@ async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: 
                                 trace_request_ctx=stamp,
                                 timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
             await _check_response(response)
-            state = await _read_stream(response, clock)
-        return _finish_record(index, spec, stamp.get("sent", stamp["issued"]), state, t0)
+            scanner = await _read_stream(response, clock)
+        return _finish_record(index, spec, stamp.get("sent", stamp["issued"]), scanner, t0,
+                              scheduled_s)
     except StreamError as exc:
         return _failed_record(index, stamp.get("sent", stamp["issued"]) - t0, exc.error_class,
-                              str(exc))
+                              str(exc), scheduled_s)
     except TimeoutError:
         return _failed_record(index, stamp["issued"] - t0, "timeout",
-                              f"no complete answer within {timeout_s:g} s")
-    except aiohttp.ClientConnectorError as exc:
-        return _failed_record(index, stamp["issued"] - t0, "connection_refused", str(exc))
+                              f"no complete answer within {timeout_s:g} s", scheduled_s)
     except (aiohttp.ClientError, OSError) as exc:
-        return _failed_record(index, stamp["issued"] - t0, "connection_error",
-                              f"{type(exc).__name__}: {exc}")
+        return _failed_record(index, stamp["issued"] - t0, _connection_error_class(exc),
+                              f"{type(exc).__name__}: {exc}", scheduled_s)
 
 
 class LoadGenerator:
-    """Closed-loop load: ``concurrency`` workers, each sends its next request when one finishes.
+    """Runs one ``LoadPlan``: warm-up (not measured), then the measured requests.
 
     ``records`` fills as requests finish, so a caller that is cancelled can keep what was measured.
     """
@@ -260,14 +343,23 @@ class LoadGenerator:
         self.records: list[RequestRecord] = []
         self.t0: float | None = None
         self.started_at: datetime | None = None
+        self.probe = HealthProbe(clock)
 
     async def run(self) -> LoadOutcome:
         async with open_session(self.plan.concurrency, self.clock) as session:
             await self._warm_pool(session)
-            await self._run_phase(session, self.plan.warmup, keep=False)
+            await self._run_closed(session, self.plan.warmup, None, keep=False)
             self.t0 = self.clock()
             self.started_at = datetime.now(UTC)
-            await self._run_phase(session, self.plan.measured, keep=True)
+            self.probe.start()
+            try:
+                if self.plan.arrivals_s is not None:
+                    await self._run_open(session, self.plan.arrivals_s)
+                else:
+                    await self._run_closed(session, self.plan.measured, self.plan.duration_s,
+                                           keep=True)
+            finally:
+                self.probe.stop()
             return self.outcome(complete=True)
 
     def outcome(self, *, complete: bool) -> LoadOutcome:
@@ -278,10 +370,22 @@ class LoadGenerator:
         duration = max(ends, default=now - t0) if complete else now - t0
         records = tuple(sorted(self.records, key=lambda r: r.index))
         started = self.started_at or datetime.now(UTC)
-        return LoadOutcome(records, started, datetime.now(UTC), max(duration, 0.0), complete)
+        rate = self._planned_rate()
+        client = self.probe.summary(open_loop=self.plan.open_loop, planned_rate_per_s=rate)
+        return LoadOutcome(records, started, datetime.now(UTC), max(duration, 0.0), complete,
+                           client)
+
+    def _planned_rate(self) -> float | None:
+        arrivals = self.plan.arrivals_s
+        if not arrivals or len(arrivals) < 2 or arrivals[-1] <= 0:
+            return None
+        return (len(arrivals) - 1) / arrivals[-1]
 
     async def _warm_pool(self, session: aiohttp.ClientSession) -> None:
-        """Open ``concurrency`` keep-alive connections before anything is timed."""
+        """Open the keep-alive connections before anything is timed."""
+        total = len(self.plan.warmup) + self.plan.planned_requests
+        count = min(self.plan.concurrency, max(total, 1), MAX_WARM_CONNECTIONS)
+
         async def touch() -> None:
             try:
                 async with session.get(self.endpoint.url("/v1/models"),
@@ -291,24 +395,64 @@ class LoadGenerator:
             except (aiohttp.ClientError, OSError, TimeoutError):
                 pass  # a target without /v1/models still gets measured
 
-        await asyncio.gather(*(touch() for _ in range(self.plan.concurrency)))
+        await asyncio.gather(*(touch() for _ in range(count)))
 
-    async def _run_phase(self, session: aiohttp.ClientSession, specs: Sequence[RequestSpec],
-                         *, keep: bool) -> None:
+    def _keep(self, record: RequestRecord) -> None:
+        self.records.append(record)
+        if self.on_progress is not None:
+            self.on_progress(len(self.records), max(self.plan.planned_requests, len(self.records)))
+
+    async def _run_closed(self, session: aiohttp.ClientSession, specs: Sequence[RequestSpec],
+                          duration_s: float | None, *, keep: bool) -> None:
         if not specs:
             return
-        next_index = iter(range(len(specs)))
         t0 = self.t0 if keep and self.t0 is not None else self.clock()
+        counter = itertools.count() if duration_s is not None else iter(range(len(specs)))
 
         async def worker() -> None:
-            for index in next_index:
-                record = await run_request(session, self.endpoint, self.plan.path, specs[index],
-                                           index=index, t0=t0, clock=self.clock,
-                                           timeout_s=self.plan.request_timeout_s)
+            for index in counter:
+                if duration_s is not None and self.clock() - t0 >= duration_s:
+                    return
+                stamp: dict[str, float] = {}
+                record = await run_request(session, self.endpoint, self.plan.path,
+                                           specs[index % len(specs)], index=index, t0=t0,
+                                           clock=self.clock, timeout_s=self.plan.request_timeout_s,
+                                           stamp=stamp)
                 if keep:
-                    self.records.append(record)
-                    if self.on_progress is not None:
-                        self.on_progress(len(self.records), len(specs))
+                    self.probe.sent(stamp)
+                    self._keep(record)
 
-        workers = min(self.plan.concurrency, len(specs))
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        workers = self.plan.concurrency if duration_s is not None else len(specs)
+        await asyncio.gather(*(worker() for _ in range(min(self.plan.concurrency, workers))))
+
+    async def _run_open(self, session: aiohttp.ClientSession, arrivals: Sequence[float]) -> None:
+        assert self.t0 is not None
+        t0, specs = self.t0, self.plan.measured
+        slots = asyncio.Semaphore(self.plan.concurrency)
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[None]] = []
+
+        async def one(index: int, planned: float) -> None:
+            full = slots.locked()
+            async with slots:
+                # lag counts from the planned start, or from a freed slot: waiting for a
+                # max_concurrency slot is the plan, not the client's lateness
+                ready = max(self.clock(), t0 + planned) if full else t0 + planned
+                stamp: dict[str, float] = {}
+                record = await run_request(session, self.endpoint, self.plan.path,
+                                           specs[index % len(specs)], index=index, t0=t0,
+                                           clock=self.clock, timeout_s=self.plan.request_timeout_s,
+                                           scheduled_s=planned, stamp=stamp)
+            self.probe.sent(stamp, ready_s=ready)
+            self._keep(record)
+
+        try:
+            for index, planned in enumerate(arrivals):
+                delay = t0 + planned - self.clock()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tasks.append(loop.create_task(one(index, planned)))
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()

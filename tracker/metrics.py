@@ -30,6 +30,8 @@ LATENCIES = {
     "tpot": "time per output token after the first, per request",
     "itl": "inter-chunk latency",
     "e2el": "end-to-end request latency",
+    "scheduled_ttft": "time to first token from the planned start (open loop)",
+    "scheduled_e2el": "end-to-end latency from the planned start (open loop)",
 }
 STATISTICS = ("mean", "median", "std", "p90", "p99")
 
@@ -40,6 +42,12 @@ _THROUGHPUTS = (
            "output tokens per second of workload wall time"),
     Metric("total_token_throughput_tokens_per_s", "tokens/s", Direction.HIGHER_IS_BETTER,
            "input plus output tokens per second of workload wall time"),
+    Metric("goodput_req_per_s", "req/s", Direction.HIGHER_IS_BETTER,
+           "requests that met every SLO per second of workload wall time"),
+    Metric("slo_attainment", "fraction", Direction.HIGHER_IS_BETTER,
+           "share of all requests that met every SLO"),
+    Metric("capacity_at_slo_req_per_s", "req/s", Direction.HIGHER_IS_BETTER,
+           "sweep: the highest planned request rate that still met the SLOs"),
 )
 
 
@@ -74,12 +82,17 @@ def compute_summary_metrics(summary: WorkloadSummary) -> dict[str, float]:
     """Flatten a summary into registry metrics; metrics that were not measured are absent."""
     values: dict[str, float] = {}
     for key, stats in (("ttft", summary.ttft), ("tpot", summary.tpot),
-                       ("itl", summary.itl), ("e2el", summary.e2el)):
+                       ("itl", summary.itl), ("e2el", summary.e2el),
+                       ("scheduled_ttft", summary.scheduled_ttft),
+                       ("scheduled_e2el", summary.scheduled_e2el)):
         values.update(_stats_values(key, stats))
     throughputs = {
         "request_throughput_per_s": summary.request_throughput_per_s,
         "output_throughput_tokens_per_s": summary.output_throughput_tokens_per_s,
         "total_token_throughput_tokens_per_s": summary.total_token_throughput_tokens_per_s,
+        "goodput_req_per_s": summary.goodput_req_per_s,
+        "slo_attainment": summary.slo_attainment,
+        "capacity_at_slo_req_per_s": summary.capacity_at_slo_req_per_s,
     }
     values.update({k: v for k, v in throughputs.items() if v is not None})
     return values

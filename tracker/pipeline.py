@@ -19,7 +19,7 @@ import tracker
 from tracker.aio import run_async
 from tracker.config import LoadedConfig, load_config
 from tracker.errors import TrackerError
-from tracker.results import RunResult, RunStatus, WorkloadResult
+from tracker.results import QualityResult, RunResult, RunStatus, WorkloadResult
 from tracker.runner import Progress, RunOutcome, SuiteRunner
 from tracker.store.db import open_store
 from tracker.store.repository import (
@@ -30,8 +30,10 @@ from tracker.store.repository import (
     save_suite,
     save_workload,
 )
+from tracker.store.telemetry import save_quality
 from tracker.suites import LoadedSuite, load_suite
 from tracker.targets import resolve_headers
+from tracker.telemetry import TelemetrySettings
 
 
 class RunInterrupted(TrackerError):
@@ -60,6 +62,10 @@ class StoreSink:
     def save_workload(self, position: int, result: WorkloadResult) -> None:
         with Session(self.engine) as session, session.begin():
             save_workload(session, self._run_id(), position, result)
+
+    def save_quality(self, result: QualityResult) -> None:
+        with Session(self.engine) as session, session.begin():
+            save_quality(session, self._run_id(), result)  # computes the drift from a baseline
 
     def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
         with Session(self.engine) as session, session.begin():
@@ -93,12 +99,13 @@ def register_inputs(engine: Engine, config: LoadedConfig, suite: LoadedSuite) ->
 
 
 def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
-                  progress: Progress | None = None) -> RunResult:
+                  progress: Progress | None = None,
+                  telemetry: TelemetrySettings | None = None) -> RunResult:
     """Run one suite against one config and return the run as stored."""
     resolve_headers(config)  # a missing key fails here, before a run is recorded
     config_version_id, suite_id = register_inputs(engine, config, suite)
     sink = StoreSink(engine, config_version_id, suite_id)
-    runner = SuiteRunner(config, suite, sink, progress)
+    runner = SuiteRunner(config, suite, sink, progress, telemetry)
     try:
         outcome = run_async(_run_until_signalled(runner))
     except (KeyboardInterrupt, asyncio.CancelledError):

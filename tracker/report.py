@@ -10,7 +10,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from tracker.loadreport import (
+    LOAD_DEFINITIONS,
+    render_load_json,
+    render_load_label,
+    render_run_load_lines,
+)
 from tracker.results import LatencyStats, RunResult, WorkloadResult
+from tracker.telemetry.render import (
+    render_gpu_json,
+    render_quality_json,
+    render_run_telemetry_json,
+    render_server_json,
+    render_telemetry_lines,
+)
 
 SCHEMA = "tracker.run/1"
 
@@ -26,6 +39,7 @@ DEFINITIONS = {
                      "sends no usage, as output_tokens_source says",
     "duration": "seconds from the first measured request to the last one's end; warm-up excluded",
     "percentiles": "linear interpolation between order statistics; std is the population std",
+    **LOAD_DEFINITIONS,
 }
 
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
@@ -71,7 +85,9 @@ def render_workload_json(result: WorkloadResult) -> dict[str, Any]:
         started_at=_iso(result.started_at),
         ended_at=_iso(result.ended_at),
         params=dict(result.params),
+        telemetry={"gpu": render_gpu_json(result.gpu), "server": render_server_json(result.server)},
     )
+    body.update(render_load_json(result))
     return body
 
 
@@ -92,6 +108,8 @@ def render_run_json(run: RunResult) -> dict[str, Any]:
                    "body": dict(run.config_body)},
         "suite": {"name": run.suite.name, "version": run.suite.version},
         "environment": dict(run.environment),
+        "telemetry": render_run_telemetry_json(run),
+        "quality": render_quality_json(run.quality),
         "definitions": DEFINITIONS,
         "workloads": [render_workload_json(w) for w in run.workloads],
     }
@@ -125,7 +143,7 @@ WORKLOAD_HEADERS = ("workload", "conc", "ok", "fail", "req/s", "out tok/s", "TTF
 def render_workload_row(result: WorkloadResult) -> list[str]:
     s = result.summary
     name = result.name if result.complete else f"{result.name} (cut short)"
-    return [name, str(result.concurrency), str(s.completed), str(s.failed),
+    return [name, render_load_label(result), str(s.completed), str(s.failed),
             _fmt(s.request_throughput_per_s, 2), _fmt(s.output_throughput_tokens_per_s),
             _fmt_ms(s.ttft, "median_s"), _fmt_ms(s.ttft, "p99_s"), _fmt_ms(s.tpot, "median_s"),
             _fmt_ms(s.itl, "p99_s"), _fmt_ms(s.e2el, "p99_s")]
@@ -148,4 +166,6 @@ def render_run_text(run: RunResult) -> str:
     if sources and sources != {"usage"}:
         lines.append("note: output tokens counted from streamed chunks where the server sent no "
                      "usage (output_tokens_source in the JSON)")
+    lines.extend(render_telemetry_lines(run))
+    lines.extend(render_run_load_lines(run))
     return "\n".join(lines)

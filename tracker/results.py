@@ -13,7 +13,10 @@ Definitions (written once, here, and repeated in README.md and the result JSON):
 - ``tpot_s``: per request, ``(e2el_s - ttft_s) / (output_tokens - 1)``; not defined for one token.
 - ``output_tokens``: the server's ``usage.completion_tokens`` (asked for with
   ``stream_options.include_usage``); when the server sends no usage, the number of content chunks,
-  and ``output_tokens_source`` says which.
+  and ``output_tokens_source`` says which. ``output_chunks`` is always the content-chunk count, so
+  a mismatch with the server's count is visible.
+- ``scheduled_start_s`` (open loop only): when the request was planned to start. The scheduled
+  TTFT and E2E latency are measured from it, so client or server queueing is not hidden.
 """
 
 from __future__ import annotations
@@ -52,10 +55,25 @@ class RequestRecord:
     input_tokens_source: TokenSource | None
     error_class: str | None = None
     error: str | None = None
+    scheduled_start_s: float | None = None  # open loop: the planned start (same clock origin)
+    output_chunks: int | None = None  # content chunks received (tokens when usage is missing)
 
     @property
     def ok(self) -> bool:
         return self.error_class is None
+
+    @property
+    def scheduled_ttft_s(self) -> float | None:
+        """TTFT from the planned start: includes any wait for a slot, a connection or the loop."""
+        if self.ttft_s is None or self.scheduled_start_s is None:
+            return None
+        return self.start_s - self.scheduled_start_s + self.ttft_s
+
+    @property
+    def scheduled_e2el_s(self) -> float | None:
+        if self.e2el_s is None or self.scheduled_start_s is None:
+            return None
+        return self.start_s - self.scheduled_start_s + self.e2el_s
 
     @property
     def tpot_s(self) -> float | None:
@@ -79,6 +97,26 @@ class LatencyStats:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientHealth:
+    """How the load generator itself fared; ``client_bound`` means its numbers are not the server's.
+
+    ``cpu_fraction``: CPU time of the client's event-loop thread over the measured wall time.
+    ``loop_lag_*``: how late a 10 ms timer on the client's event loop fired.
+    ``send_lag_*``: how late request bodies left versus when they could have left (the planned
+    start in open loop, or when a slot freed up); waiting for a ``max_concurrency`` slot is not lag.
+    """
+
+    cpu_fraction: float | None
+    loop_lag_p99_s: float | None
+    loop_lag_max_s: float | None
+    send_lag_p50_s: float | None
+    send_lag_p99_s: float | None
+    send_lag_max_s: float | None
+    client_bound: bool = False
+    reason: str | None = None  # why it is client-bound, in words
+
+
+@dataclass(frozen=True, slots=True)
 class WorkloadSummary:
     completed: int
     failed: int
@@ -95,6 +133,13 @@ class WorkloadSummary:
     output_tokens_source: TokenSource | None
     input_tokens_source: TokenSource | None
     errors: Mapping[str, int] = field(default_factory=dict)  # error class -> count
+    scheduled_ttft: LatencyStats | None = None  # open loop: TTFT from the planned start
+    scheduled_e2el: LatencyStats | None = None  # open loop: E2E latency from the planned start
+    goodput_req_per_s: float | None = None  # requests meeting every SLO per second (SLOs set)
+    slo_attainment: float | None = None  # fraction of all requests meeting every SLO
+    token_count_mismatches: int | None = None  # requests whose usage != content chunks
+    capacity_at_slo_req_per_s: float | None = None  # sweep: highest rate that met the SLOs
+    client: ClientHealth | None = None  # None: not measured (e.g. stored before issue 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +154,13 @@ class WorkloadResult:
     records: tuple[RequestRecord, ...]
     summary: WorkloadSummary
     complete: bool = True  # False when the workload was cut short (interrupt, target died)
+    gpu: GpuTelemetry | None = None  # NVML while the workload ran; None: telemetry was not run
+    server: ServerTelemetry | None = None  # the target's /metrics before, during and after
+
+    @property
+    def client_bound(self) -> bool:
+        """The client, not the server, limited this workload: never compare it as server numbers."""
+        return self.summary.client is not None and self.summary.client.client_bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +184,119 @@ class RunResult:
     workloads: tuple[WorkloadResult, ...]
     status_reason: str | None = None
     config_body: Mapping[str, Any] = field(default_factory=dict)  # canonical config, no secrets
+    quality: QualityResult | None = None  # the suite's quality set; None when it has none
+
+
+# --- telemetry and output quality ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One NVML reading of one GPU; a field the device does not report is None."""
+
+    gpu_index: int
+    t_s: float  # seconds since the workload's sampling began (monotonic clock)
+    memory_used_bytes: int | None
+    gpu_util_pct: float | None
+    memory_util_pct: float | None
+    power_w: float | None
+    sm_clock_mhz: float | None
+    temperature_c: float | None
+    throttle_reasons: int | None  # NVML's clock-event (throttle) bitmask
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDeviceSummary:
+    """One GPU over one workload: peaks and means of its samples."""
+
+    gpu_index: int
+    name: str | None
+    memory_total_bytes: int | None
+    samples: int
+    memory_used_peak_bytes: int | None
+    memory_used_mean_bytes: float | None
+    gpu_util_mean_pct: float | None
+    gpu_util_peak_pct: float | None
+    power_mean_w: float | None
+    power_peak_w: float | None
+    sm_clock_mean_mhz: float | None
+    temperature_peak_c: float | None
+    throttle_reasons: tuple[str, ...] = ()  # every reason seen in any sample, by name
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTelemetry:
+    """What NVML saw during a workload, or why nothing was measured (``measured`` False)."""
+
+    measured: bool
+    reason: str | None = None
+    sample_hz: float | None = None
+    devices: tuple[GpuDeviceSummary, ...] = ()
+    samples: tuple[GpuSample, ...] = ()
+
+    @property
+    def memory_peak_bytes(self) -> int | None:
+        """The highest memory use of any one GPU."""
+        peaks = [d.memory_used_peak_bytes for d in self.devices
+                 if d.memory_used_peak_bytes is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def gpu_util_mean_pct(self) -> float | None:
+        """The mean utilisation over the GPUs (each GPU's mean over its samples)."""
+        means = [d.gpu_util_mean_pct for d in self.devices if d.gpu_util_mean_pct is not None]
+        return sum(means) / len(means) if means else None
+
+    @property
+    def power_mean_w(self) -> float | None:
+        """The mean power of all GPUs together (the sum of each GPU's mean)."""
+        means = [d.power_mean_w for d in self.devices if d.power_mean_w is not None]
+        return sum(means) if means else None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTelemetry:
+    """The target's Prometheus metrics over a workload, or why they were not measured.
+
+    ``values`` holds gauges' ``*_peak``/``*_mean``, counters' deltas and derived rates under the
+    names in ``tracker.telemetry.server.SERVER_METRICS`` (e.g. ``kv_cache_usage_peak``,
+    ``num_preemptions``, ``prefix_cache_hit_rate``); a metric the server does not expose is absent.
+    """
+
+    measured: bool
+    reason: str | None = None
+    scrapes: int = 0
+    values: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class QualityItemResult:
+    """One quality item's answer: ``score`` 1.0 right, 0.0 wrong, None when not answered."""
+
+    item_id: str
+    scorer: str
+    output: str | None
+    score: float | None
+    error: str | None = None
+    changed: bool | None = None  # differs from the drift baseline's answer; None: no baseline
+
+
+@dataclass(frozen=True, slots=True)
+class QualityResult:
+    """A run's quality set: accuracy with its Wilson interval, and the drift from a baseline.
+
+    ``drift`` is the share of items answered in both runs whose answer text changed since the
+    baseline run (``drift_baseline_run_id``); None when there is no baseline to compare with.
+    """
+
+    set_name: str
+    set_version: str
+    items: tuple[QualityItemResult, ...]
+    answered: int
+    correct: int
+    accuracy: float | None
+    accuracy_ci_low: float | None
+    accuracy_ci_high: float | None
+    drift: float | None = None
+    drift_baseline_run_id: int | None = None
+    drift_compared: int = 0

@@ -11,7 +11,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from tracker.results import LatencyStats, RequestRecord, TokenSource, WorkloadSummary
+from tracker.results import ClientHealth, LatencyStats, RequestRecord, TokenSource, WorkloadSummary
+from tracker.slo import Slo, compute_goodput
 
 
 def compute_percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -55,10 +56,23 @@ def _per_second(amount: float, duration_s: float) -> float | None:
     return amount / duration_s if duration_s > 0 else None
 
 
-def compute_workload_summary(records: Sequence[RequestRecord], duration_s: float) -> WorkloadSummary:
+def compute_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
+    """Successful requests whose server usage differs from the content chunks received; None
+    when no request had both counts (a server without usage)."""
+    both = [r for r in records if r.ok and r.output_tokens_source is TokenSource.USAGE
+            and r.output_chunks is not None]
+    if not both:
+        return None
+    return sum(1 for r in both if r.output_chunks != r.output_tokens)
+
+
+def compute_workload_summary(records: Sequence[RequestRecord], duration_s: float, *,
+                             slo: Slo | None = None,
+                             client: ClientHealth | None = None) -> WorkloadSummary:
     ok = [r for r in records if r.ok]
     input_tokens = sum(r.input_tokens or 0 for r in ok)
     output_tokens = sum(r.output_tokens or 0 for r in ok)
+    goodput, attainment = compute_goodput(records, slo, duration_s) if slo else (None, None)
     return WorkloadSummary(
         completed=len(ok),
         failed=len(records) - len(ok),
@@ -75,4 +89,12 @@ def compute_workload_summary(records: Sequence[RequestRecord], duration_s: float
         output_tokens_source=compute_token_source(r.output_tokens_source for r in ok),
         input_tokens_source=compute_token_source(r.input_tokens_source for r in ok),
         errors=dict(Counter(r.error_class for r in records if r.error_class is not None)),
+        scheduled_ttft=compute_latency_stats(
+            t for r in ok if (t := r.scheduled_ttft_s) is not None),
+        scheduled_e2el=compute_latency_stats(
+            t for r in ok if (t := r.scheduled_e2el_s) is not None),
+        goodput_req_per_s=goodput,
+        slo_attainment=attainment,
+        token_count_mismatches=compute_token_count_mismatches(records),
+        client=client,
     )

@@ -1,8 +1,10 @@
 """Bring a serving config to life as an endpoint the load generator can reach.
 
 - ``sim``: the embedded simulator, started in-process on 127.0.0.1 (or attached via base_url);
-- ``openai``: any OpenAI-compatible endpoint, the key read from the named environment variable;
-- ``vllm``: attach to a running server named by base_url.
+- ``openai``: any OpenAI-compatible endpoint (e.g. the TaoToken gateway), the key read from the
+  named environment variable; its latencies include the network round trip, and the run says so;
+- ``vllm``: attach to a running server named by base_url (never stopped by us), or launch one
+  with ``tracker.launcher`` (always stopped, the whole process group).
 The key is read from the environment at run time, sent only in the Authorization header and
 never stored, logged or echoed.
 """
@@ -11,14 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import tracker
 from tracker.config import LoadedConfig
 from tracker.errors import ConfigError
+from tracker.launcher import LaunchRecord, fetch_version, launch_server
 from tracker.loadgen import Endpoint
+
+SIM_ENGINE = f"tracker-sim {tracker.__version__}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +35,17 @@ class TargetHandle:
     supports_ignore_eos: bool
     simulated: bool
     engine: str | None  # engine name and version where known
+    launch: LaunchRecord | None = None  # set when the tracker started the server
+    network_note: str | None = None  # set for remote targets: what the latencies include
+
+    def environment_facts(self) -> dict[str, object]:
+        """What the run's environment should record about the target (nothing secret)."""
+        facts: dict[str, object] = {"engine": self.engine}
+        if self.launch is not None:
+            facts["launch"] = self.launch.as_environment()
+        if self.network_note is not None:
+            facts["network_note"] = self.network_note
+        return facts
 
 
 def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
@@ -34,31 +53,82 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
     if name is None:
         return {}
     value = os.environ.get(name)
+    where = f"{loaded.path}: target.api_key_env: the environment variable {name}"
     if value is None or not value.strip():
-        raise ConfigError(
-            f"{loaded.path}: target.api_key_env: the environment variable {name} is not set; "
-            f"export it before running (export {name}=<your key>)"
-        )
-    return {"Authorization": f"Bearer {value.strip()}"}
+        raise ConfigError(f"{where} is not set; export it before running (export {name}=<your key>)")
+    key = value.strip()
+    if key.lower().startswith("bearer "):
+        raise ConfigError(f"{where} starts with 'Bearer ' (value hidden); the tracker adds that "
+                          f"prefix itself: export only the key (export {name}=<your key>)")
+    if any(char.isspace() for char in key):
+        raise ConfigError(f"{where} contains spaces or line breaks inside the key (value hidden); "
+                          "it was probably pasted with extra text: export the key alone")
+    return {"Authorization": f"Bearer {key}"}
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a user name or password."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def find_proxy(url: str) -> tuple[str, str] | None:
+    """(variable, proxy URL) that an HTTP client honouring the environment uses for ``url``."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    proxies = urllib.request.getproxies()
+    if scheme not in proxies or urllib.request.proxy_bypass(host):
+        return None
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"):
+        if os.environ.get(name):
+            return name, proxies[scheme]
+    return f"{scheme}_proxy", proxies[scheme]
+
+
+def describe_network(base_url: str) -> str:
+    host = urlsplit(base_url).hostname or base_url
+    note = (f"remote target {host}: TTFT and every latency include the network round trip "
+            "(and the gateway's own queueing); compare only runs over the same network")
+    proxy = find_proxy(base_url)
+    if proxy is not None:
+        note += f"; requests go through the proxy {redact_url(proxy[1])} ({proxy[0]})"
+    return note
 
 
 @asynccontextmanager
-async def open_target(loaded: LoadedConfig) -> AsyncIterator[TargetHandle]:
+async def open_target(loaded: LoadedConfig,
+                      log_dir: str | Path | None = None) -> AsyncIterator[TargetHandle]:
     target = loaded.config.target
     headers = resolve_headers(loaded)
     if target.base_url is not None:
-        engine = f"tracker-sim {tracker.__version__}" if target.kind == "sim" else None
-        yield TargetHandle(Endpoint(target.base_url, headers), target.kind != "openai",
-                           target.kind == "sim", engine)
+        yield await _attach(loaded, headers)
         return
     if target.kind == "vllm":
-        raise ConfigError(
-            f"{loaded.path}: target: launching vLLM from a config is not supported yet; "
-            "start the server yourself and set target.base_url (e.g. http://127.0.0.1:8000)"
-        )
+        async with launch_server(loaded, log_dir) as server:
+            record = server.record
+            yield TargetHandle(Endpoint(server.base_url, headers), True, False,
+                               record.facts.engine_version, launch=record)
+        return
     async with _embedded_simulator(loaded) as base_url:
-        yield TargetHandle(Endpoint(base_url, headers), True, True,
-                           f"tracker-sim {tracker.__version__}")
+        yield TargetHandle(Endpoint(base_url, headers), True, True, SIM_ENGINE)
+
+
+async def _attach(loaded: LoadedConfig, headers: dict[str, str]) -> TargetHandle:
+    """A server someone else runs: we measure it and never stop it."""
+    target = loaded.config.target
+    base_url = target.base_url
+    assert base_url is not None
+    endpoint = Endpoint(base_url, headers)
+    if target.kind == "sim":
+        return TargetHandle(endpoint, True, True, SIM_ENGINE)
+    if target.kind == "vllm":
+        return TargetHandle(endpoint, True, False, await fetch_version(base_url))
+    return TargetHandle(endpoint, False, False, None, network_note=describe_network(base_url))
 
 
 @asynccontextmanager

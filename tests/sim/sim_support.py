@@ -17,7 +17,8 @@ MODEL = "sim-model"
 def make_config(engine: dict[str, Any] | None = None, **simulator: Any) -> ServingConfig:
     """A sim config with fast, noise-free timings unless overridden."""
     settings = {"seed": 7, "prefill_s_per_token": 0.0, "decode_base_s": 0.001,
-                "decode_per_seq_s": 0.0, "noise": 0.0, **simulator}
+                "decode_per_seq_s": 0.0, "decode_s_per_kv_gib": 0.0, "noise": 0.0,
+                "run_noise": 0.0, **simulator}
     return ServingConfig.model_validate({
         "name": "sim-test",
         "target": {"kind": "sim", "model": MODEL, "simulator": settings},

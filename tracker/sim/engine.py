@@ -1,7 +1,13 @@
 """The simulator's engine: one asyncio task runs continuous-batching steps on a time model.
 
-A step costs ``prefill_s_per_token`` per uncached prompt token admitted in it, plus
-``decode_base_s + decode_per_seq_s * batch size``, times a seeded jitter. Steps are scheduled on
+A step costs ``prefill_s_per_token`` per uncached prompt token admitted in it, plus a decode
+time that is memory-bound: ``decode_base_s`` (the 16-bit model at batch one), of which the
+``decode_weights_share`` spent reading weights scales with the weights' size (AWQ reads ~30 %),
+plus ``decode_per_seq_s`` per running sequence, plus ``decode_s_per_kv_gib`` per GiB of KV the
+step reads (every running request's context). That is times a seeded jitter per step and a seeded
+factor per engine (the n-th engine of a process draws the n-th, so repeated runs differ a little,
+reproducibly). Static batching (``batching: static``) reserves ``max_model_len`` of KV per
+sequence and admits a new batch only when the last has drained. Steps are scheduled on
 absolute times (each starts where the previous one was due to end), so lateness of the event loop
 does not accumulate; with no work the task waits on an event rather than polling. No request
 sleeps on its own: every streamed token appears when the step that produced it ends.
@@ -16,18 +22,21 @@ import logging
 from dataclasses import dataclass
 
 from tracker.config import ServingConfig, SimulatorSettings
+from tracker.sim.answers import AnswerModel
 from tracker.sim.kvcache import (
     DEFAULT_MAX_MODEL_LEN,
+    GIB,
     KvCacheSpec,
     PrefixCache,
     compute_block_hashes,
     compute_kv_cache_spec,
 )
-from tracker.sim.sampling import StepJitter, plan_output
+from tracker.sim.sampling import StepJitter, draw_run_factor, plan_output
 from tracker.sim.scheduler import EngineCounters, Scheduler, SimRequest
 from tracker.tokenizer import split_tokens
 
 DEFAULT_MAX_NUM_SEQS = 256
+_ENGINE_ORDINALS = itertools.count()  # the n-th engine of this process draws the n-th run factor
 _log = logging.getLogger(__name__)
 
 
@@ -59,30 +68,44 @@ class EngineSnapshot:
     prefix_cache_queries: int
     prefix_cache_hits: int
     successes: tuple[tuple[str, int], ...]  # (finish reason, count), sorted
+    weights_bytes: int = 0
+    kv_cache_capacity_bytes: int = 0
+    kv_cache_used_bytes: int = 0
+    kv_cache_peak_used_bytes: int = 0  # since the engine started
+    num_gpu_blocks: int = 0
+    block_size: int = 0
 
 
 def compute_step_s(
-    settings: SimulatorSettings, prefill_tokens: int, batch_size: int, jitter_factor: float
+    settings: SimulatorSettings, prefill_tokens: int, batch_size: int, jitter_factor: float,
+    *, kv_read_bytes: int = 0, weights_fraction: float = 1.0,
 ) -> float:
     prefill_s = settings.prefill_s_per_token * prefill_tokens
-    decode_s = settings.decode_base_s + settings.decode_per_seq_s * batch_size
+    share = settings.decode_weights_share
+    base_s = settings.decode_base_s * (1.0 - share + share * weights_fraction)
+    decode_s = (base_s + settings.decode_per_seq_s * batch_size
+                + settings.decode_s_per_kv_gib * kv_read_bytes / GIB)
     return (prefill_s + decode_s) * jitter_factor
 
 
 class Engine:
     def __init__(self, config: ServingConfig) -> None:
         args = config.engine
-        self.kv: KvCacheSpec = compute_kv_cache_spec(args)
+        self._settings = settings = config.simulator
+        self.kv: KvCacheSpec = compute_kv_cache_spec(args, settings)
         self.max_model_len = args.max_model_len or DEFAULT_MAX_MODEL_LEN
         self.prefix_caching = bool(args.enable_prefix_caching)
         prefix_cache = PrefixCache(self.kv.num_blocks) if self.prefix_caching else None
+        reserve = self.max_model_len if settings.batching == "static" else None
         self._scheduler = Scheduler(
             self.kv, args.max_num_seqs or DEFAULT_MAX_NUM_SEQS, args.max_num_batched_tokens,
-            prefix_cache,
+            prefix_cache, reserve,
         )
-        self._settings = config.simulator
-        self._jitter = StepJitter(self._settings.seed, self._settings.noise)
+        self._jitter = StepJitter(settings.seed, settings.noise)
+        self._run_factor = draw_run_factor(settings.seed, settings.run_noise,
+                                           next(_ENGINE_ORDINALS))
         self._ordinals = itertools.count()
+        self._answers = AnswerModel.from_config(config)  # quality items (tracker.sim.answers)
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -126,12 +149,20 @@ class Engine:
             prefix_cache_queries=counters.prefix_cache_queries,
             prefix_cache_hits=counters.prefix_cache_hits,
             successes=tuple(sorted(counters.successes.items())),
+            weights_bytes=self.kv.weights_bytes,
+            kv_cache_capacity_bytes=self.kv.capacity_bytes,
+            kv_cache_used_bytes=scheduler.used_blocks * self.kv.block_bytes,
+            kv_cache_peak_used_bytes=scheduler.peak_used_blocks * self.kv.block_bytes,
+            num_gpu_blocks=self.kv.num_blocks,
+            block_size=self.kv.block_size,
         )
 
     def _build_request(self, generation: Generation) -> SimRequest:
         ordinal = next(self._ordinals)
         variation = ordinal if generation.temperature > 0 else None
-        output_tokens, words = plan_output(
+        output_tokens, words = self._answers.plan(
+            generation.prompt_parts, generation.max_tokens, generation.ignore_eos, variation,
+        ) or plan_output(
             self._settings.seed, generation.prompt_text, generation.max_tokens,
             generation.ignore_eos, variation,
         )
@@ -165,7 +196,10 @@ class Engine:
                 step_start_s = loop.time()
                 continue
             step_s = compute_step_s(
-                self._settings, prefill_tokens, len(scheduler.running), self._jitter.next_factor()
+                self._settings, prefill_tokens, scheduler.batch_width,
+                self._jitter.next_factor() * self._run_factor,
+                kv_read_bytes=scheduler.compute_kv_read_bytes(),
+                weights_fraction=self.kv.weights_fraction,
             )
             step_end_s = step_start_s + step_s
             await asyncio.sleep(max(0.0, step_end_s - loop.time()))

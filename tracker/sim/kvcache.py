@@ -13,12 +13,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracker.config import EngineArgs
+from tracker.config import EngineArgs, SimulatorSettings
 from tracker.errors import MeasurementError
 
 GIB = 1024**3
-GPU_MEMORY_BYTES = 80 * GIB  # one simulated 80 GiB accelerator
-MODEL_LAYERS = 32
+GPU_MEMORY_BYTES = 80 * GIB  # one simulated 80 GiB accelerator (SimulatorSettings.gpu_memory_gib)
+MODEL_LAYERS = 32  # the attention shape of Llama-3-8B; the size comes from model_params_b
 MODEL_KV_HEADS = 8
 MODEL_HEAD_DIM = 128
 MODEL_WEIGHTS_BYTES = 16 * GIB  # an 8B-parameter model in 16-bit weights
@@ -40,16 +40,39 @@ class KvCacheSpec:
     kv_bytes_per_token: int
     weights_bytes: int
     usable_bytes: int
+    unquantized_weights_bytes: int = 0  # the same model in 16-bit weights (0: not known)
 
     @property
     def capacity_tokens(self) -> int:
         return self.num_blocks * self.block_size
 
+    @property
+    def block_bytes(self) -> int:
+        return self.block_size * self.kv_bytes_per_token
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.num_blocks * self.block_bytes
+
+    @property
+    def weights_fraction(self) -> float:
+        """Weights read per decode step, relative to the 16-bit model (AWQ: about 0.3)."""
+        if self.unquantized_weights_bytes <= 0:
+            return 1.0
+        return self.weights_bytes / self.unquantized_weights_bytes
+
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 
 
-def compute_weights_bytes(engine: EngineArgs) -> int:
+def compute_unquantized_weights_bytes(settings: SimulatorSettings | None) -> int:
+    """16-bit weights: 2 GiB per billion parameters (the 8B default: 16 GiB)."""
+    if settings is None:
+        return MODEL_WEIGHTS_BYTES
+    return int(settings.model_params_b * 2 * GIB)
+
+
+def compute_weights_bytes(engine: EngineArgs, settings: SimulatorSettings | None = None) -> int:
     """Weights of the simulated model: 4-bit schemes keep ~30 %, other quantizations half."""
     scale = 1.0
     if engine.dtype in ("float", "float32"):
@@ -58,7 +81,7 @@ def compute_weights_bytes(engine: EngineArgs) -> int:
         scale = 0.3
     elif engine.quantization is not None:
         scale = 0.5
-    return int(MODEL_WEIGHTS_BYTES * scale)
+    return int(compute_unquantized_weights_bytes(settings) * scale)
 
 
 def compute_kv_bytes_per_token(engine: EngineArgs) -> int:
@@ -70,7 +93,9 @@ def compute_kv_bytes_per_token(engine: EngineArgs) -> int:
     return 2 * MODEL_LAYERS * MODEL_KV_HEADS * MODEL_HEAD_DIM * dtype_bytes
 
 
-def compute_kv_cache_spec(engine: EngineArgs) -> KvCacheSpec:
+def compute_kv_cache_spec(
+    engine: EngineArgs, settings: SimulatorSettings | None = None
+) -> KvCacheSpec:
     """The KV cache a vLLM engine would get for these args on the simulated GPU(s).
 
     Raises ``MeasurementError`` where vLLM would refuse to start: no memory left for the cache, or
@@ -79,11 +104,13 @@ def compute_kv_cache_spec(engine: EngineArgs) -> KvCacheSpec:
     block_size = engine.block_size or DEFAULT_BLOCK_SIZE
     utilization = engine.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
     gpus = engine.tensor_parallel_size or 1
-    usable_bytes = int(GPU_MEMORY_BYTES * utilization) * gpus
-    weights_bytes = compute_weights_bytes(engine)
+    gpu_bytes = GPU_MEMORY_BYTES if settings is None else int(settings.gpu_memory_gib * GIB)
+    usable_bytes = int(gpu_bytes * utilization) * gpus
+    weights_bytes = compute_weights_bytes(engine, settings)
     per_token = compute_kv_bytes_per_token(engine)
     num_blocks = max(0, usable_bytes - weights_bytes) // (per_token * block_size)
-    spec = KvCacheSpec(block_size, num_blocks, per_token, weights_bytes, usable_bytes)
+    spec = KvCacheSpec(block_size, num_blocks, per_token, weights_bytes, usable_bytes,
+                       compute_unquantized_weights_bytes(settings))
     _check_fits(spec, engine)
     return spec
 

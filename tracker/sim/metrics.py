@@ -10,6 +10,14 @@ _GAUGES = (
     ("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
      "num_requests_waiting"),
     ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "kv_cache_usage"),
+    ("tracker_sim:weights_memory_bytes", "Simulated GPU memory taken by the model weights.",
+     "weights_bytes"),
+    ("tracker_sim:kv_cache_capacity_bytes", "Simulated GPU memory of the whole KV cache.",
+     "kv_cache_capacity_bytes"),
+    ("tracker_sim:kv_cache_used_bytes", "KV-cache memory held by requests now.",
+     "kv_cache_used_bytes"),
+    ("tracker_sim:kv_cache_peak_used_bytes", "Most KV-cache memory held at once since start.",
+     "kv_cache_peak_used_bytes"),
 )
 _COUNTERS = (
     ("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.",
@@ -38,6 +46,10 @@ def render_metrics(snapshot: EngineSnapshot, model: str) -> str:
             value = float(getattr(snapshot, attribute))
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}",
                       f"{name}{{{labels}}} {value!r}"]
+    lines += ["# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+              "# TYPE vllm:cache_config_info gauge",
+              f'vllm:cache_config_info{{block_size="{snapshot.block_size}",'
+              f'num_gpu_blocks="{snapshot.num_gpu_blocks}",{labels}}} 1.0']
     lines += [f"# HELP {_SUCCESS} Count of successfully processed requests.",
               f"# TYPE {_SUCCESS} counter"]
     successes = dict(snapshot.successes)

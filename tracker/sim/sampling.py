@@ -40,6 +40,14 @@ class StepJitter:
         return max(_JITTER_FLOOR, 1.0 + self._noise * compute_standard_normal(self._rng))
 
 
+def draw_run_factor(seed: int, noise: float, ordinal: int) -> float:
+    """The speed factor of a whole run (the ``ordinal``-th engine): ``max(0.5, 1 + noise * N)``."""
+    if noise == 0.0:
+        return 1.0
+    rng = SplitMix64(derive_seed(seed, "sim-run", ordinal))
+    return max(_JITTER_FLOOR, 1.0 + noise * compute_standard_normal(rng))
+
+
 class OutputWords:
     """The words a request generates, one token each; pieces after the first carry a space."""
 

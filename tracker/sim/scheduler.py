@@ -5,6 +5,12 @@ newest request (recompute: it goes back to the front of the queue and frees its 
 cache is full, as vLLM does. Then, if nothing was preempted, it admits waiting requests in arrival
 order while ``max_num_seqs`` and the free blocks allow. At the end of the step every running
 request gets one token; the ones that reach their length finish and free their blocks.
+
+With prefix caching, the full prompt blocks of running requests are shared: a block whose hash a
+running request already holds is referenced, not allocated again, and is freed with its last
+holder (vLLM's reference-counted blocks). Static batching (``reserve_tokens`` set) is the
+engine before paging and continuous batching: each sequence reserves ``reserve_tokens`` of KV up
+front, and a new batch is admitted only when the previous one has drained.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ class SimRequest:
 
     __slots__ = (
         "_done_reason", "_waiter", "_words", "admitted", "block_hashes", "finish_reason",
-        "num_blocks", "output_tokens", "pieces", "prompt_tokens",
+        "held_hashes", "num_blocks", "output_tokens", "pieces", "prompt_tokens",
     )
 
     def __init__(
@@ -36,7 +42,8 @@ class SimRequest:
         self.output_tokens = output_tokens
         self.pieces: list[str] = []
         self.finish_reason: str | None = None  # "length", "stop" or "abort" once finished
-        self.num_blocks = 0
+        self.num_blocks = 0  # private blocks; shared prompt blocks are in held_hashes
+        self.held_hashes: tuple[int, ...] = ()
         self.admitted = False
         self._done_reason = "length" if output_tokens >= max_tokens else "stop"
         self._words = words
@@ -90,16 +97,20 @@ class EngineCounters:
 class Scheduler:
     def __init__(
         self, kv: KvCacheSpec, max_num_seqs: int, max_num_batched_tokens: int | None,
-        prefix_cache: PrefixCache | None,
+        prefix_cache: PrefixCache | None, reserve_tokens: int | None = None,
     ) -> None:
         self.kv = kv
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.free_blocks = kv.num_blocks
+        self.peak_used_blocks = 0
         self.counters = EngineCounters()
         self._max_num_seqs = max_num_seqs
         self._max_num_batched_tokens = max_num_batched_tokens
         self._prefix_cache = prefix_cache
+        self._reserve_tokens = reserve_tokens  # static batching: KV reserved per sequence
+        self._static_width = 0  # static batching: the batch's size when it started
+        self._shared_refs: dict[int, int] = {}  # prompt block hash -> running holders
         self._watermark_blocks = int(kv.num_blocks * WATERMARK_FRACTION)
 
     @property
@@ -109,6 +120,28 @@ class Scheduler:
     @property
     def kv_cache_usage(self) -> float:
         return 1.0 - self.free_blocks / self.kv.num_blocks
+
+    @property
+    def used_blocks(self) -> int:
+        return self.kv.num_blocks - self.free_blocks
+
+    @property
+    def static(self) -> bool:
+        return self._reserve_tokens is not None
+
+    @property
+    def batch_width(self) -> int:
+        """Sequences a decode step computes; a static batch keeps computing (padding) the ones
+        that have finished until the whole batch is done."""
+        return self._static_width if self.static and self.running else len(self.running)
+
+    def compute_kv_read_bytes(self) -> int:
+        """KV bytes one decode step reads: every running request's context (a static batch:
+        its width times the longest context, padded)."""
+        contexts = [r.prompt_tokens + r.generated for r in self.running]
+        if self.static and contexts:
+            return self.batch_width * max(contexts) * self.kv.kv_bytes_per_token
+        return sum(contexts) * self.kv.kv_bytes_per_token
 
     def add(self, request: SimRequest) -> None:
         self.waiting.append(request)
@@ -132,7 +165,11 @@ class Scheduler:
         """Reserve this step's KV slots and admit what fits; returns the tokens to prefill."""
         if self._grow_running():
             return 0
-        return self._admit()
+        if self.static and self.running:
+            return 0  # static batching: the batch drains before a new one starts
+        prefill_tokens = self._admit()
+        self._static_width = len(self.running)
+        return prefill_tokens
 
     def finish_step(self) -> None:
         """Give every running request its token; finished ones leave and free their blocks."""
@@ -146,6 +183,12 @@ class Scheduler:
                 still_running.append(request)
         self.running = still_running
 
+    def _blocks_for(self, context: int) -> int:
+        return self.kv.blocks_for(max(context, self._reserve_tokens or 0))
+
+    def _shareable(self, request: SimRequest) -> tuple[int, ...]:
+        return request.block_hashes if self._prefix_cache is not None else ()
+
     def _grow_running(self) -> bool:
         """Allocate blocks for the running requests' next tokens; True if any was preempted."""
         preempted = False
@@ -153,7 +196,8 @@ class Scheduler:
         while index < len(self.running):
             request = self.running[index]
             context = request.prompt_tokens + request.generated
-            need = self.kv.blocks_for(context) - request.num_blocks
+            private = self._blocks_for(context) - len(request.held_hashes)
+            need = max(0, private - request.num_blocks)
             if need <= self.free_blocks:
                 self._allocate(request, need)
                 index += 1
@@ -168,16 +212,19 @@ class Scheduler:
         while self.waiting and len(self.running) < self._max_num_seqs:
             request = self.waiting[0]
             context = request.prompt_tokens + request.generated
-            need = self.kv.blocks_for(context)
+            shared = self._shareable(request)
+            new_shared = sum(1 for h in shared if h not in self._shared_refs)
+            private = max(0, self._blocks_for(context) - len(shared))
             reserve = self._watermark_blocks if self.running else 0
-            if need + reserve > self.free_blocks:
+            if private + new_shared + reserve > self.free_blocks:
                 break
             cached = self._count_cached_tokens(request, context)
             compute = context - cached
             if budget is not None and prefill_tokens and prefill_tokens + compute > budget:
                 break
             self.waiting.popleft()
-            self._allocate(request, need)
+            self._hold(request, shared)
+            self._allocate(request, private)
             self.running.append(request)
             self._record_admission(request, cached)
             prefill_tokens += compute
@@ -203,10 +250,30 @@ class Scheduler:
         self.waiting.appendleft(request)
         self.counters.preemptions += 1
 
+    def _hold(self, request: SimRequest, hashes: tuple[int, ...]) -> None:
+        for block_hash in hashes:
+            holders = self._shared_refs.get(block_hash, 0)
+            if holders == 0:
+                self._take(1)
+            self._shared_refs[block_hash] = holders + 1
+        request.held_hashes = hashes
+
     def _allocate(self, request: SimRequest, blocks: int) -> None:
-        self.free_blocks -= blocks
+        self._take(blocks)
         request.num_blocks += blocks
+
+    def _take(self, blocks: int) -> None:
+        self.free_blocks -= blocks
+        self.peak_used_blocks = max(self.peak_used_blocks, self.used_blocks)
 
     def _free(self, request: SimRequest) -> None:
         self.free_blocks += request.num_blocks
         request.num_blocks = 0
+        for block_hash in request.held_hashes:
+            holders = self._shared_refs[block_hash] - 1
+            if holders == 0:
+                del self._shared_refs[block_hash]
+                self.free_blocks += 1
+            else:
+                self._shared_refs[block_hash] = holders
+        request.held_hashes = ()

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -145,6 +146,9 @@ class WorkloadResultModel(Base):
     tpot_count: Mapped[int | None] = mapped_column(Integer)
     itl_count: Mapped[int | None] = mapped_column(Integer)
     e2el_count: Mapped[int | None] = mapped_column(Integer)
+    # the client, not the server, set the pace (tracker.clienthealth): never compare as server
+    client_bound: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    client_bound_reason: Mapped[str | None] = mapped_column(Text)
 
 
 class WorkloadMetricModel(Base):
@@ -178,3 +182,11 @@ class RequestRecordModel(Base):
     input_tokens_source: Mapped[str | None] = mapped_column(String(16))
     error_class: Mapped[str | None] = mapped_column(String(200))
     error: Mapped[str | None] = mapped_column(Text)
+    scheduled_start_s: Mapped[float | None] = mapped_column(Double)  # open loop: planned start
+    output_chunks: Mapped[int | None] = mapped_column(Integer)  # content chunks received
+
+
+from tracker.store import models_analysis as _models_analysis  # noqa: E402, F401  (issue 6 tables)
+from tracker.store import models_loadgen as _models_loadgen  # noqa: E402, F401  (issue 3 tables)
+from tracker.store import models_scheduling as _models_scheduling  # noqa: E402, F401  (issue 7 tables)
+from tracker.store import models_telemetry as _models_telemetry  # noqa: E402, F401  (issue 5 tables)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,11 @@ from tracker.results import (
     WorkloadResult,
     WorkloadSummary,
 )
+from tracker.store.loadgen import (
+    complete_summary,
+    fetch_workload_loadgen,
+    save_workload_loadgen,
+)
 from tracker.store.models import (
     RESULT_SCHEMA_VERSION,
     ConfigVersionModel,
@@ -38,6 +44,8 @@ from tracker.store.models import (
     WorkloadMetricModel,
     WorkloadResultModel,
 )
+from tracker.store.models_loadgen import WorkloadLoadgenModel
+from tracker.store.telemetry import fetch_quality, fetch_workload_telemetry, save_workload_telemetry
 from tracker.store.values import ConfigVersionRow, NotFoundError, RunListing
 from tracker.suites import LoadedSuite
 
@@ -142,6 +150,8 @@ def save_workload(session: Session, run_id: int, position: int, result: Workload
     if result.records:
         session.execute(insert(RequestRecordModel),
                         [_record_values(row.id, record) for record in result.records])
+    save_workload_telemetry(session, row.id, result)
+    save_workload_loadgen(session, row.id, result.summary)
 
 
 def _workload_values(result: WorkloadResult) -> dict[str, Any]:
@@ -164,6 +174,8 @@ def _workload_values(result: WorkloadResult) -> dict[str, Any]:
         "output_tokens_source": _source_value(summary.output_tokens_source),
         "input_tokens_source": _source_value(summary.input_tokens_source),
         "errors": dict(summary.errors),
+        "client_bound": result.client_bound,
+        "client_bound_reason": summary.client.reason if summary.client else None,
         **counts,
     }
 
@@ -191,6 +203,8 @@ def _record_values(workload_result_id: int, record: RequestRecord) -> dict[str, 
         "input_tokens_source": _source_value(record.input_tokens_source),
         "error_class": record.error_class,
         "error": record.error,
+        "scheduled_start_s": record.scheduled_start_s,
+        "output_chunks": record.output_chunks,
     }
 
 
@@ -239,6 +253,7 @@ def fetch_run(session: Session, run_id: int) -> RunResult:
         workloads=_fetch_workloads(session, run.id),
         status_reason=run.status_reason,
         config_body=config.canonical,
+        quality=fetch_quality(session, run.id),
     )
 
 
@@ -251,7 +266,15 @@ def _fetch_workloads(session: Session, run_id: int) -> tuple[WorkloadResult, ...
     ids = [row.id for row in rows]
     metrics = _fetch_metrics(session, ids)
     records = _fetch_records(session, ids)
-    return tuple(_workload(row, metrics[row.id], records[row.id]) for row in rows)
+    telemetry = fetch_workload_telemetry(session, ids)
+    loadgen = fetch_workload_loadgen(session, ids)
+    return tuple(replace(_workload(row, metrics[row.id], records[row.id], loadgen.get(row.id)),
+                         **_telemetry_fields(telemetry.get(row.id)))
+                 for row in rows)
+
+
+def _telemetry_fields(found: tuple[Any, Any] | None) -> dict[str, Any]:
+    return {} if found is None else {"gpu": found[0], "server": found[1]}
 
 
 def _fetch_metrics(session: Session, ids: Sequence[int]) -> dict[int, dict[str, float]]:
@@ -292,6 +315,8 @@ def _record(row: Row[*tuple[Any, ...]]) -> RequestRecord:
         input_tokens_source=_source(row.input_tokens_source),
         error_class=row.error_class,
         error=row.error,
+        scheduled_start_s=row.scheduled_start_s,
+        output_chunks=row.output_chunks,
     )
 
 
@@ -300,7 +325,8 @@ def _source(value: str | None) -> TokenSource | None:
 
 
 def _workload(
-    row: WorkloadResultModel, metrics: Mapping[str, float], records: Sequence[RequestRecord]
+    row: WorkloadResultModel, metrics: Mapping[str, float], records: Sequence[RequestRecord],
+    loadgen: WorkloadLoadgenModel | None = None,
 ) -> WorkloadResult:
     return WorkloadResult(
         name=row.name,
@@ -311,7 +337,8 @@ def _workload(
         started_at=row.started_at,
         ended_at=row.ended_at,
         records=tuple(records),
-        summary=_summary(row, metrics),
+        summary=complete_summary(_summary(row, metrics), metrics, loadgen, row.client_bound,
+                                 row.client_bound_reason),
         complete=row.complete,
     )
 

@@ -1,0 +1,20 @@
+"""The tracker's dashboard. Start it with `tracker dashboard [--db URL] [--port N]`.
+
+The database comes from $TRACKER_DB_URL (set by `tracker dashboard`), else ./tracker.db.
+Pages live in views/ (a pages/ folder would be listed by Streamlit itself before the
+navigation runs); their logic lives in tracker.dashboard.
+"""
+
+import streamlit as st
+
+from tracker.dashboard.pages import PAGES
+from tracker.dashboard.ui import database_url, sidebar
+
+st.set_page_config(page_title="tracker", page_icon=":material/speed:", layout="wide")
+navigation = st.navigation([
+    st.Page(spec.path, title=spec.title, icon=spec.icon, url_path=spec.url_path,
+            default=index == 0)
+    for index, spec in enumerate(PAGES)
+])
+sidebar(database_url())
+navigation.run()

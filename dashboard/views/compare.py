@@ -1,0 +1,61 @@
+"""Compare: two runs (or two config versions) side by side — metrics, config and environment."""
+
+import streamlit as st
+
+from tracker.dashboard import charts, compareview, data, ui
+from tracker.store.values import NotFoundError
+
+url = ui.page_start("Compare", "Two runs, or the latest runs of two config versions, side by side.")
+pair = compareview.choose_pair(url)
+try:
+    comparison = data.load_comparison(url, pair.base_id, pair.head_id)
+except NotFoundError as exc:
+    st.error(str(exc))
+    st.stop()
+base, head = comparison.base, comparison.head
+
+left, right = st.columns(2)
+for column, title, run in ((left, "Base", base), (right, "Head", head)):
+    with column:
+        st.markdown(f"**{title}**")
+        st.text(compareview.describe(run))
+        if run.status.value != "completed":
+            ui.show_status(run.status.value, run.status_reason, simulated=False)
+if base.simulated or head.simulated:
+    st.warning(ui.SIMULATED_NOTE, icon=":material/science:")
+for note in compareview.like_for_like_notes(base, head):
+    st.warning(note, icon=":material/warning:")
+
+if comparison.metrics.empty:
+    st.info("These runs share no measured workload.")
+else:
+    verdicts = data.load_verdicts(url, pair.base_id, pair.head_id)
+    st.subheader("What changed")
+    counts = verdicts["outcome"].value_counts()
+    for column, outcome in zip(st.columns(4), compareview.OUTCOMES, strict=True):
+        column.metric(outcome.replace("_", " "), int(counts.get(outcome, 0)))
+    st.plotly_chart(charts.render_change_bars(
+        compareview.headline_changes(comparison.metrics, verdicts)), width="stretch")
+    st.caption("Verdicts come from the analysis: a regression or improvement is significant "
+               "and at least its minimum effect; inconclusive says more runs are needed.")
+    st.subheader("Every metric")
+    ui.dataframe(compareview.metric_table_with_verdicts(comparison.metrics, verdicts),
+                 column_config={
+                     "base": st.column_config.NumberColumn(format="%.4g"),
+                     "head": st.column_config.NumberColumn(format="%.4g"),
+                     "change %": st.column_config.NumberColumn(format="%+.1f%%"),
+                     "p": st.column_config.NumberColumn(format="%.2g")})
+
+config_tab, env_tab = st.tabs(["Config diff", "Environment diff"])
+with config_tab:
+    diff = compareview.config_diff(base, head)
+    if diff.empty:
+        st.success("Same config body.")
+    else:
+        ui.dataframe(diff)
+with env_tab:
+    diff = compareview.environment_diff(base, head)
+    if diff.empty:
+        st.success("Same environment.")
+    else:
+        ui.dataframe(diff)

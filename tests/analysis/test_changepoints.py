@@ -1,0 +1,98 @@
+"""detect_change_points on literal series and seeded ones with known answers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tracker.analysis import detect_change_points
+from tracker.analysis.changepoints import compute_scan_p_value, locate_split
+
+
+def _noisy(seed: int, levels: list[tuple[int, float]], sd: float = 0.01) -> list[float]:
+    rng = random.Random(seed)
+    return [level * (1.0 + rng.gauss(0.0, sd)) for count, level in levels for _ in range(count)]
+
+
+def test_a_clear_step_is_found_at_its_first_new_night() -> None:
+    values = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 101.0, 99.0, 100.0, 100.5,
+              120.0, 121.0, 119.0, 120.5, 119.5, 120.0, 121.0, 119.0, 120.0, 120.5]
+    points = detect_change_points(values)
+    assert [p.index for p in points] == [10]
+    point = points[0]
+    assert point.before == pytest.approx(100.0, abs=0.5)
+    assert point.after == pytest.approx(120.0, abs=0.5)
+    assert point.rel_change == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_step_down_has_a_negative_change() -> None:
+    points = detect_change_points(_noisy(3, [(40, 50.0), (30, 45.0)]))
+    assert [p.index for p in points] == [40]
+    assert points[0].rel_change == pytest.approx(-0.1, abs=0.01)
+
+
+def test_a_single_outlier_is_not_a_change_point() -> None:
+    values = _noisy(1, [(60, 100.0)])
+    values[30] = 250.0
+    assert detect_change_points(values) == []
+
+
+def test_a_spike_that_reverts_is_not_a_change_point() -> None:
+    values = _noisy(2, [(60, 100.0)])
+    values[25:28] = [140.0, 150.0, 145.0]
+    assert detect_change_points(values) == []
+
+
+def test_two_steps_are_both_found() -> None:
+    points = detect_change_points(_noisy(4, [(30, 10.0), (25, 11.0), (30, 9.5)]))
+    assert [p.index for p in points] == [30, 55]
+    assert points[0].rel_change == pytest.approx(0.1, abs=0.01)
+    assert points[1].after == pytest.approx(9.5, abs=0.1)
+
+
+def test_heavy_tailed_noise_without_a_change_gives_nothing() -> None:
+    rng = random.Random(8)
+    values = [100.0 * (1.0 + 0.02 * rng.gauss(0, 1) / max(0.2, abs(rng.gauss(0, 1))))
+              for _ in range(150)]
+    assert detect_change_points(values) == []
+
+
+def test_a_series_too_short_for_two_segments_gives_nothing() -> None:
+    assert detect_change_points([1.0, 1.0, 1.0, 5.0, 5.0, 5.0]) == []
+    assert detect_change_points([]) == []
+
+
+def test_a_constant_series_gives_nothing() -> None:
+    assert detect_change_points([7.0] * 40) == []
+
+
+def test_unmeasured_nights_are_skipped_and_indices_stay_in_the_input() -> None:
+    values: list[float | None] = list(_noisy(5, [(20, 100.0), (20, 130.0)]))
+    values.insert(10, None)
+    values.insert(21, None)  # just before the change, which now starts at input index 22
+    points = detect_change_points(values)
+    assert [p.index for p in points] == [22]
+
+
+def test_a_slow_drift_is_not_reported_as_a_step() -> None:
+    rng = random.Random(6)
+    values = [100.0 * (1.0 + 0.0004 * night) * (1.0 + rng.gauss(0, 0.01))
+              for night in range(160)]  # +6 % over the history, no jump anywhere
+    assert detect_change_points(values) == []
+
+
+def test_the_scan_p_value_falls_with_the_statistic_and_grows_with_length() -> None:
+    assert compute_scan_p_value(0.0, 100, 5) == 1.0
+    assert compute_scan_p_value(4.0, 100, 5) < compute_scan_p_value(3.0, 100, 5)
+    assert compute_scan_p_value(3.5, 400, 5) > compute_scan_p_value(3.5, 50, 5)
+
+
+def test_the_l1_fit_places_a_large_step_exactly() -> None:
+    values = [1.0] * 21 + [1.3] * 139
+    assert locate_split(values, near=40, min_segment=5) == 21
+
+
+def test_a_bad_min_segment_is_refused() -> None:
+    with pytest.raises(ValueError, match="min_segment"):
+        detect_change_points([1.0] * 20, min_segment=1)

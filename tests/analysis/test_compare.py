@@ -1,0 +1,131 @@
+"""compare_samples: the four outcomes, the direction, the methods, seeded inputs with known answers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tracker.analysis import Outcome, compare_samples
+
+
+def _latencies(seed: int, n: int, scale: float = 1.0, sigma: float = 0.1) -> list[float]:
+    rng = random.Random(seed)
+    return [0.05 * scale * rng.lognormvariate(0.0, sigma) for _ in range(n)]
+
+
+def test_identical_samples_give_no_change() -> None:
+    values = _latencies(1, 800)
+    verdict = compare_samples(values, list(values), lower_is_better=True)
+    assert verdict.outcome is Outcome.NO_CHANGE
+    assert verdict.rel_change == pytest.approx(0.0, abs=1e-12)
+    assert verdict.p_value == pytest.approx(1.0)
+    assert not verdict.regressed and not verdict.improved
+
+
+def test_a_huge_latency_increase_is_a_regression_when_lower_is_better() -> None:
+    verdict = compare_samples(_latencies(1, 300), _latencies(2, 300, scale=1.5),
+                              lower_is_better=True)
+    assert verdict.outcome is Outcome.REGRESSION and verdict.regressed
+    assert verdict.rel_change == pytest.approx(0.5, abs=0.05)
+    assert verdict.ci is not None and verdict.ci[0] > 0.4
+    assert verdict.p_value is not None and verdict.p_value < 1e-6
+
+
+def test_the_same_increase_is_an_improvement_when_higher_is_better() -> None:
+    verdict = compare_samples(_latencies(1, 300), _latencies(2, 300, scale=1.5),
+                              lower_is_better=False)
+    assert verdict.outcome is Outcome.IMPROVEMENT and verdict.improved
+
+
+def test_a_throughput_drop_over_runs_is_a_regression_when_higher_is_better() -> None:
+    base = [[101.0], [99.0], [100.5], [99.5]]
+    head = [[80.0], [81.0], [79.0], [80.5]]
+    verdict = compare_samples(base, head, lower_is_better=False)
+    assert verdict.outcome is Outcome.REGRESSION
+    assert verdict.method.startswith("t-test over runs")
+    assert verdict.rel_change == pytest.approx(-0.2, abs=0.01)
+    assert verdict.base_runs == 4 and verdict.head_runs == 4
+
+
+def test_one_value_per_side_is_inconclusive_and_asks_for_runs() -> None:
+    verdict = compare_samples([[100.0]], [[50.0]], lower_is_better=False)
+    assert verdict.outcome is Outcome.INCONCLUSIVE
+    assert verdict.runs_needed is not None and verdict.runs_needed >= 2
+    assert verdict.p_value is None
+
+
+def test_a_p99_from_too_few_requests_is_inconclusive_with_the_runs_that_would_do() -> None:
+    verdict = compare_samples(_latencies(1, 50), _latencies(2, 50, scale=3.0),
+                              lower_is_better=True, statistic="p99")
+    assert verdict.outcome is Outcome.INCONCLUSIVE
+    assert "needs >= 500" in verdict.reason
+    assert verdict.runs_needed == 10
+
+
+def test_noisy_small_samples_are_inconclusive_rather_than_no_change() -> None:
+    verdict = compare_samples(_latencies(1, 20, sigma=0.6), _latencies(2, 20, sigma=0.6),
+                              lower_is_better=True)
+    assert verdict.outcome is Outcome.INCONCLUSIVE
+    assert verdict.runs_needed is not None and verdict.runs_needed > 1
+
+
+def test_a_significant_change_below_the_minimum_effect_is_no_change() -> None:
+    base = _latencies(1, 4000, sigma=0.02)
+    head = [v * 1.01 for v in _latencies(2, 4000, sigma=0.02)]
+    verdict = compare_samples(base, head, lower_is_better=True)  # default min effect 2 %
+    assert verdict.p_value is not None and verdict.p_value < 0.01
+    assert verdict.outcome is Outcome.NO_CHANGE
+    strict = compare_samples(base, head, lower_is_better=True, min_effect=0.005)
+    assert strict.outcome is Outcome.REGRESSION
+
+
+def test_a_tail_only_regression_is_caught_by_p99_not_by_the_median() -> None:
+    rng = random.Random(11)
+    base = [rng.lognormvariate(0.0, 0.25) for _ in range(3000)]
+    cut = sorted(base)[int(0.95 * len(base))]
+    head_raw = [rng.lognormvariate(0.0, 0.25) for _ in range(3000)]
+    head = [v if v <= cut else cut + (v - cut) * 2.0 for v in head_raw]
+    assert compare_samples(base, head, lower_is_better=True, statistic="p99").regressed
+    assert not compare_samples(base, head, lower_is_better=True, statistic="median").regressed
+
+
+def test_repeated_runs_count_run_to_run_drift_as_noise() -> None:
+    rng = random.Random(5)
+    # drift between runs, and no order between the configs: one head run is the slowest,
+    # the other sits between the two base runs
+    factors = (0.92, 1.06, 1.0, 0.98)
+
+    def run(factor: float) -> list[float]:
+        return [factor * rng.lognormvariate(0.0, 0.05) for _ in range(300)]
+
+    base = [run(factors[0]), run(factors[2])]
+    head = [run(factors[1]), run(factors[3])]
+    pooled = compare_samples([v for r in base for v in r], [v for r in head for v in r],
+                             lower_is_better=True)
+    by_run = compare_samples(base, head, lower_is_better=True)
+    assert pooled.regressed  # treating requests as independent fakes significance
+    assert not by_run.regressed
+    assert by_run.method.startswith("t-test over runs")
+
+
+def test_the_bootstrap_is_reproducible_with_a_seed() -> None:
+    base, head = _latencies(1, 600, sigma=0.3), _latencies(2, 600, sigma=0.3)
+    first = compare_samples(base, head, lower_is_better=True, statistic="p99", seed=3)
+    again = compare_samples(base, head, lower_is_better=True, statistic="p99", seed=3)
+    assert first == again
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"statistic": "p95"}, "statistic must be one of"),
+    ({"confidence": 1.5}, "confidence must be"),
+    ({"min_effect": -0.1}, "min_effect must be"),
+])
+def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        compare_samples([1.0] * 10, [1.0] * 10, lower_is_better=True, **kwargs)  # type: ignore[arg-type]
+
+
+def test_non_finite_samples_are_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        compare_samples([1.0, float("nan")], [1.0, 2.0], lower_is_better=True)

@@ -1,0 +1,181 @@
+"""Alerts: a real webhook receiver on 127.0.0.1 and an injected regression."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tests.scheduling.conftest import add_schedule, requests_of
+from tracker.aio import run_async
+from tracker.errors import ConfigError
+from tracker.results import RunResult, RunStatus
+from tracker.scheduling.alerts import (
+    RegressionAlert,
+    WebhookSettings,
+    analysis_regressions,
+    describe_destination,
+    load_webhook,
+    post_webhook,
+    render_slack_payload,
+)
+from tracker.scheduling.queue import enqueue_schedule
+from tracker.scheduling.worker import Worker, WorkerSettings
+from tracker.store.queue import RequestStatus, fetch_alert_deliveries
+from tracker.store.repository import fetch_run
+
+
+class Receiver:
+    """A webhook endpoint on 127.0.0.1 that answers with the queued statuses, then 200."""
+
+    def __init__(self, statuses: Sequence[int] = ()) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.statuses = list(statuses)
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                receiver.bodies.append(json.loads(self.rfile.read(length)))
+                receiver.paths.append(self.path)
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/services/T000/B000/secret"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+
+
+def _dead_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hook"  # nothing listens there any more
+
+
+def _one_regression(engine: Engine, run: RunResult) -> list[RegressionAlert]:
+    return [RegressionAlert(run_id=run.run_id, config=f"{run.config.name}@{run.config.version[:12]}",
+                            suite=run.suite.name, metric="ttft_p99_s", rel_change=0.12,
+                            interval=(0.07, 0.18), before=0.100, after=0.112, unit="s",
+                            workload="one", config_diff=("engine.max_num_seqs: 256 -> 128",))]
+
+
+def _run_one_request(engine: Engine, files: dict[str, Path], webhook: WebhookSettings) -> RunResult:
+    add_schedule(engine, "nightly", files["fast"], files["tiny"])
+    enqueue_schedule(engine, "nightly", slot=False)
+    settings = WorkerSettings(poll_s=0.05, exit_when_empty=True, webhook=webhook,
+                              dashboard_url="http://127.0.0.1:8501/?run={run_id}")
+    assert Worker(engine, settings, regression_source=_one_regression).run() == 1
+    (request,) = requests_of(engine)
+    assert request.status is RequestStatus.DONE and request.run_id is not None
+    with Session(engine) as session:
+        return fetch_run(session, request.run_id)
+
+
+def test_one_injected_regression_sends_one_alert(engine: Engine, files: dict[str, Path],
+                                                 receiver: Receiver) -> None:
+    run = _run_one_request(engine, files, WebhookSettings(receiver.url, timeout_s=5))
+    assert run.status is RunStatus.COMPLETED
+    assert len(receiver.bodies) == 1
+    text = receiver.bodies[0]["text"]
+    assert "ttft_p99_s" in text and "fast-sim@" in text and "tiny / one" in text
+    assert "+12.0% (95% CI +7.0% to +18.0%)" in text
+    assert "engine.max_num_seqs: 256 -> 128" in text
+    assert f"http://127.0.0.1:8501/?run={run.run_id}" in text
+    assert receiver.bodies[0]["blocks"][0]["text"]["text"] == text
+    with Session(engine) as session:
+        (delivery,) = fetch_alert_deliveries(session, run.run_id)
+    assert (delivery.status, delivery.attempts, delivery.http_status) == ("sent", 1, 200)
+    assert "secret" not in delivery.destination and delivery.destination.startswith("http://127")
+
+
+def test_a_dead_receiver_does_not_break_the_run(engine: Engine, files: dict[str, Path]) -> None:
+    webhook = WebhookSettings(_dead_url(), timeout_s=2, attempts=3, backoff_s=0.01)
+    run = _run_one_request(engine, files, webhook)
+    assert run.status is RunStatus.COMPLETED
+    with Session(engine) as session:
+        (delivery,) = fetch_alert_deliveries(session, run.run_id)
+    assert delivery.status == "failed" and delivery.attempts == 3
+    assert delivery.error is not None and "Connect" in delivery.error
+    assert delivery.payload["alert"]["metric"] == "ttft_p99_s"
+
+
+def test_a_busy_receiver_is_retried(receiver: Receiver) -> None:
+    receiver.statuses = [503, 429]
+    alert = RegressionAlert(run_id=1, config="c@1", suite="s", metric="m", rel_change=-0.2)
+    attempt, count = run_async(post_webhook(
+        WebhookSettings(receiver.url, timeout_s=5, attempts=3, backoff_s=0.01),
+        render_slack_payload(alert)))
+    assert attempt.ok and count == 3 and len(receiver.bodies) == 3
+
+
+def test_a_rejected_alert_is_not_retried(receiver: Receiver) -> None:
+    receiver.statuses = [400]
+    alert = RegressionAlert(run_id=1, config="c@1", suite="s", metric="m", rel_change=0.3)
+    attempt, count = run_async(post_webhook(WebhookSettings(receiver.url, attempts=3),
+                                            render_slack_payload(alert)))
+    assert not attempt.ok and count == 1 and attempt.error == "HTTP 400"
+
+
+def test_the_webhook_url_is_read_from_the_environment_and_never_shown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOOK", raising=False)
+    assert load_webhook("HOOK") is None
+    monkeypatch.setenv("HOOK", "https://hooks.slack.com/services/T0/B0/XYZsecret")
+    settings = load_webhook("HOOK")
+    assert settings is not None and "XYZsecret" not in repr(settings)
+    assert describe_destination(settings.url) == "https://hooks.slack.com"
+    monkeypatch.setenv("HOOK", "hooks.slack.com/secret")
+    with pytest.raises(ConfigError, match=r"\$HOOK: not an http\(s\) URL \(value hidden\)"):
+        load_webhook("HOOK")
+
+
+def test_an_open_regression_stored_by_the_analysis_for_the_run_is_alerted(
+        engine: Engine, files: dict[str, Path], receiver: Receiver) -> None:
+    regressions = pytest.importorskip("tracker.store.regressions")
+    if not hasattr(regressions, "save_regression"):
+        pytest.skip("the analysis store has no save_regression yet")
+    add_schedule(engine, "nightly", files["fast"], files["tiny"])
+    enqueue_schedule(engine, "nightly", slot=False)
+    settings = WorkerSettings(poll_s=0.05, exit_when_empty=True,
+                              webhook=WebhookSettings(receiver.url, timeout_s=5))
+
+    def store_one(engine: Engine, run: RunResult) -> list[RegressionAlert]:
+        """What the nightly detection would have done for this run, then the real lookup."""
+        with Session(engine) as session, session.begin():
+            for metric, regressed in (("ttft_p99_s", True), ("output_throughput", False)):
+                regressions.save_regression(
+                    session, regressions.SeriesKey(run.config.name, run.suite.name, "one", metric),
+                    run_id=run.run_id, location_index=5, before=0.1, after=0.13, rel_change=0.3,
+                    regressed=regressed, attribution="engine.max_num_seqs: 256 -> 128")
+        return analysis_regressions(engine, run)
+
+    assert Worker(engine, settings, regression_source=store_one).run() == 1
+    assert len(receiver.bodies) == 1  # the improvement is not alerted
+    text = receiver.bodies[0]["text"]
+    assert "ttft_p99_s" in text and "+30.0%" in text and "256 -> 128" in text

@@ -1,0 +1,41 @@
+"""The client-bound verdict on literal measurements."""
+
+from __future__ import annotations
+
+from tracker.clienthealth import compute_client_health
+
+
+def test_a_healthy_client_is_not_client_bound() -> None:
+    health = compute_client_health(cpu_fraction=0.3, loop_lags_s=[0.001] * 100,
+                                   send_lags_s=[0.0002] * 100, open_loop=True,
+                                   planned_rate_per_s=50.0)
+    assert not health.client_bound and health.reason is None
+    assert health.send_lag_p99_s is not None and health.send_lag_p99_s < 0.001
+
+
+def test_requests_leaving_late_against_the_schedule_make_it_client_bound() -> None:
+    lags = [i * 0.001 for i in range(100)]  # falling further behind: up to 99 ms late
+    health = compute_client_health(cpu_fraction=0.6, loop_lags_s=[0.001], send_lags_s=lags,
+                                   open_loop=True, planned_rate_per_s=5000.0)
+    assert health.client_bound
+    assert health.reason is not None and "5000 req/s" in health.reason
+    assert "planned start" in health.reason and "98.0 ms" in health.reason
+
+
+def test_closed_loop_send_lag_alone_is_not_a_verdict_but_loop_lag_and_cpu_are() -> None:
+    late = compute_client_health(cpu_fraction=0.5, loop_lags_s=[0.001], send_lags_s=[0.05] * 10,
+                                 open_loop=False)
+    assert not late.client_bound
+    lagging = compute_client_health(cpu_fraction=0.5, loop_lags_s=[0.05] * 10, send_lags_s=[],
+                                    open_loop=False)
+    assert lagging.client_bound and lagging.reason and "event loop lagged" in lagging.reason
+    busy = compute_client_health(cpu_fraction=0.99, loop_lags_s=[], send_lags_s=[],
+                                 open_loop=False)
+    assert busy.client_bound and busy.reason and "99%" in busy.reason
+
+
+def test_nothing_measured_is_none_not_zero() -> None:
+    health = compute_client_health(cpu_fraction=None, loop_lags_s=[], send_lags_s=[],
+                                   open_loop=False)
+    assert health.loop_lag_p99_s is None and health.send_lag_max_s is None
+    assert not health.client_bound

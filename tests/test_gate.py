@@ -1,0 +1,167 @@
+"""`tracker gate` on the simulator: fails for a change that slows it, passes for one that
+does not matter; stored runs; the three reports; exit codes 0 / 1 / 2 / 3."""
+
+from __future__ import annotations
+
+import json
+import socket
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tracker.cli import main
+
+# run_noise 0: the simulator draws a whole run's speed from a process-wide engine counter, so
+# with it on, a test's outcome would depend on which tests ran before it.
+BASE = """\
+name: gate-sim
+target:
+  kind: sim
+  model: sim/test-model
+  simulator: {seed: 1, prefill_s_per_token: 0.0001, decode_base_s: 0.008,
+              decode_per_seq_s: 0.0002, run_noise: 0.0}
+engine:
+  max_num_seqs: 16
+  block_size: 16
+"""
+SLOW = BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")  # a quarter of the batch at 16 users
+HARMLESS = BASE.replace("block_size: 16", "block_size: 16\n  swap_space: 8")
+
+SUITE = """\
+name: gate-small
+seed: 3
+workloads:
+  - name: busy
+    prompts: {source: synthetic, input_tokens: 32}
+    max_tokens: 16
+    ignore_eos: true
+    concurrency: 16
+    num_requests: 48
+    warmup_requests: 4
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {}
+    for name, text in (("base", BASE), ("slow", SLOW), ("harmless", HARMLESS),
+                       ("suite", SUITE)):
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_text(text, encoding="utf-8")
+    paths["db"] = tmp_path / "gate.db"
+    paths["dir"] = tmp_path
+    return paths
+
+
+def _gate(files: dict[str, Path], head: str, *extra: str, repeats: int = 2) -> int:
+    return main(["gate", "--base", str(files["base"]), "--head", str(files[head]),
+                 "--suite", str(files["suite"]), "--repeats", str(repeats), "--db",
+                 str(files["db"]), "--quiet", *extra])
+
+
+def test_gate_fails_when_max_num_seqs_is_cut_at_high_concurrency(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = files["dir"]
+    code = _gate(files, "slow", "--markdown", str(out_dir / "gate.md"),
+                 "--junit", str(out_dir / "gate.xml"), "--json", str(out_dir / "gate.json"))
+    assert code == 1
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("## tracker gate: ❌ regression")
+    assert "| `engine.max_num_seqs` | `16` | `4` |" in markdown
+    ttft_row = next(line for line in markdown.splitlines() if "| TTFT median |" in line)
+    assert "❌ regression" in ttft_row
+    assert (out_dir / "gate.md").read_text(encoding="utf-8") == markdown
+    verdict = json.loads((out_dir / "gate.json").read_text(encoding="utf-8"))
+    assert verdict["schema"] == "tracker.gate/1"
+    assert (verdict["outcome"], verdict["exit_code"]) == ("regression", 1)
+    assert verdict["config_diff"] == [{"path": "engine.max_num_seqs", "old": 16, "new": 4}]
+    ttft = next(r for r in verdict["rows"] if r["metric"] == "ttft_median_s")["verdict"]
+    assert ttft["regressed"] and ttft["rel_change"] > 0.5 and ttft["ci"][0] > 0
+    assert len(verdict["base"]["run_ids"]) == len(verdict["head"]["run_ids"]) == 2
+    suite = ET.parse(out_dir / "gate.xml").getroot().find("testsuite")
+    assert suite is not None and int(suite.get("failures", "0")) >= 1
+    failed = [case.get("name") for case in suite.iter("testcase")
+              if case.find("failure") is not None]
+    assert "ttft_median_s" in failed
+
+
+def test_gate_passes_for_a_change_that_does_not_matter(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # three runs a side (the default): with two, one unlucky burst of load on a busy machine
+    # that hits both head runs and neither base run is indistinguishable from a regression
+    assert _gate(files, "harmless", "--json", "-", repeats=3) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["outcome"] == "pass"
+    assert verdict["config_diff"] == [{"path": "engine.swap_space", "old": "(default)",
+                                       "new": 8.0}]
+    assert not any(row["verdict"]["regressed"] for row in verdict["rows"])
+
+
+def test_gate_compares_stored_runs(files: dict[str, Path],
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert _gate(files, "slow", "--json", "-") == 1
+    verdict = json.loads(capsys.readouterr().out)
+    base_ids, head_ids = verdict["base"]["run_ids"], verdict["head"]["run_ids"]
+    args = ["gate", "--db", str(files["db"]), "--json", "-"]
+    args += [part for run_id in base_ids for part in ("--base-run", str(run_id))]
+    args += [part for run_id in head_ids for part in ("--head-run", str(run_id))]
+    assert main(args) == 1
+    again = json.loads(capsys.readouterr().out)
+    assert again["interleaved"] is False
+    assert again["config_diff"] == verdict["config_diff"]
+    # swapped, one run each: the bigger batch gives TTFT back but costs decode time per
+    # token, a real trade-off that the gate reports row by row
+    swapped = ["gate", "--db", str(files["db"]), "--quiet", "--base-run", str(head_ids[0]),
+               "--head-run", str(base_ids[0])]
+    assert main(swapped) == 1
+    rows = {line.split(" | ")[1]: line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| busy |")}
+    assert "✅ improvement" in rows["TTFT median"]
+    assert "❌ regression" in rows["TPOT median"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_gate_could_not_measure_when_the_head_target_is_down(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    dead = files["dir"] / "dead.yaml"
+    dead.write_text(f"name: dead\ntarget:\n  kind: openai\n  model: m\n"
+                    f"  base_url: http://127.0.0.1:{_free_port()}\n", encoding="utf-8")
+    code = main(["gate", "--base", str(files["base"]), "--head", str(dead), "--suite",
+                 str(files["suite"]), "--repeats", "1", "--db", str(files["db"]), "--quiet"])
+    assert code == 3
+    out = capsys.readouterr().out
+    assert "could not measure" in out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ([], "give either --base"),
+    (["--base", "a.yaml"], "go together"),
+    (["--base-run", "1"], "at least one --base-run and one --head-run"),
+    (["--base-run", "1", "--head-run", "2", "--min-effect", "ttft=0.1"], "--min-effect ttft=0.1"),
+    (["--base-run", "1", "--head-run", "2", "--confidence", "2"], "--confidence"),
+])
+def test_gate_usage_errors_exit_2(extra: list[str], message: str, files: dict[str, Path],
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gate", "--db", str(files["db"]), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_gate_refuses_runs_of_different_suites(files: dict[str, Path],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    other = files["dir"] / "other-suite.yaml"
+    other.write_text(SUITE.replace("seed: 3", "seed: 4").replace("num_requests: 48",
+                                                                 "num_requests: 8"),
+                     encoding="utf-8")
+    for suite in (files["suite"], other):
+        main(["run", "--config", str(files["base"]), "--suite", str(suite), "--db",
+              str(files["db"]), "--quiet"])
+    capsys.readouterr()
+    assert main(["gate", "--db", str(files["db"]), "--base-run", "1", "--head-run", "2"]) == 2
+    assert "different suites" in capsys.readouterr().err

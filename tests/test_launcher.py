@@ -1,0 +1,246 @@
+"""The vLLM launcher, exercised by launching the simulator through the same code path as vLLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.errors import ConfigError, MeasurementError
+from tracker.launcher import build_command, is_group_alive, launch_server, parse_startup_log
+from tracker.pipeline import execute_run
+from tracker.targets import open_target
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM_COMMAND = [sys.executable, "-m", "tracker.sim"]
+FAST = {"sim_decode_base_s": 0.001, "sim_prefill_s_per_token": 0.00001, "sim_noise": 0}
+
+VLLM_LOG = """\
+INFO 11-20 10:00:00 [api_server.py:1805] vLLM API server version 0.10.1.1
+INFO 11-20 10:00:41 [gpu_model_runner.py:1953] Model loading took 74.08 GiB memory and 36.57 seconds
+INFO 11-20 10:01:02 [gpu_worker.py:276] Available KV cache memory: 32.08 GiB
+INFO 11-20 10:01:03 [kv_cache_utils.py:849] GPU KV cache size: 90,841 tokens
+INFO 11-20 10:01:03 [kv_cache_utils.py:853] Maximum concurrency for 32,768 tokens per request: 2.77x
+INFO 11-20 10:01:20 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000
+"""
+
+
+def make_loaded(engine: dict[str, Any] | None = None, **launch: Any) -> LoadedConfig:
+    body = {
+        "name": "launched-sim",
+        "target": {"kind": "vllm", "model": "sim/launched",
+                   "launch": {"command": SIM_COMMAND, "startup_timeout_s": 30, **launch}},
+        "engine": {"block_size": 16, "gpu_memory_utilization": 0.9, "max_model_len": 4096,
+                   "max_num_seqs": 32, "swap_space": 4, "tensor_parallel_size": 1,
+                   "enable_prefix_caching": True, "extra_args": FAST, **(engine or {})},
+    }
+    return build_loaded_config(ServingConfig.model_validate(body), "launched-sim.yaml")
+
+
+def sim_pid(log_path: Path) -> int:
+    found = re.search(r"\[tracker-sim pid=(\d+)\]", log_path.read_text())
+    assert found, log_path.read_text()
+    return int(found.group(1))
+
+
+@pytest.fixture(autouse=True)
+def log_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "logs"
+    monkeypatch.setenv("TRACKER_LOG_DIR", str(directory))
+    return directory
+
+
+def test_startup_facts_are_read_from_vllm_log_lines() -> None:
+    facts = parse_startup_log(VLLM_LOG)
+    assert facts.engine_version == "vllm 0.10.1.1"
+    assert facts.weights_memory_bytes == int(74.08 * 1024**3)
+    assert facts.model_load_s == 36.57
+    assert facts.kv_cache_memory_bytes == int(32.08 * 1024**3)
+    assert facts.kv_cache_tokens == 90841
+    assert facts.max_concurrency == 2.77
+
+
+def test_a_missing_startup_line_is_not_reported_rather_than_an_error() -> None:
+    facts = parse_startup_log("INFO GPU KV cache size: 1,024 tokens\nsomething else\n")
+    assert facts.kv_cache_tokens == 1024
+    assert (facts.engine_version, facts.weights_memory_bytes, facts.max_concurrency) == \
+        (None, None, None)
+
+
+def test_command_is_the_model_then_the_engine_flags_then_the_address() -> None:
+    command = build_command(make_loaded(), 8123)
+    assert command[: len(SIM_COMMAND) + 1] == [*SIM_COMMAND, "sim/launched"]
+    flags = command[len(SIM_COMMAND) + 1:]
+    assert flags[:4] == ["--block-size", "16", "--gpu-memory-utilization", "0.9"]
+    assert "--enable-prefix-caching" in flags
+    swap = flags.index("--swap-space")
+    assert flags[swap:swap + 2] == ["--swap-space", "4"]
+    assert flags[-4:] == ["--host", "127.0.0.1", "--port", "8123"]
+
+
+def test_a_port_in_the_engine_args_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"engine.extra_args.port: the launcher chooses"):
+        build_command(make_loaded({"extra_args": {"port": 9000}}), 8123)
+
+
+async def test_launch_waits_for_health_records_the_startup_facts_and_stops_the_group(
+    log_dir: Path,
+) -> None:
+    async with launch_server(make_loaded()) as server:
+        record = server.record
+        assert is_group_alive(record.pid)
+        assert Path(record.log_path).parent == log_dir.resolve()
+        assert record.facts.engine_version and record.facts.engine_version.startswith("tracker-sim")
+        # 80 GiB x 0.9 - 16 GiB of weights, 128 KiB per token
+        assert record.facts.kv_cache_tokens == 458752
+        assert record.facts.weights_memory_bytes == 16 * 1024**3
+        assert record.facts.max_concurrency == pytest.approx(112.0)
+        assert record.startup_s > 0
+    assert not is_group_alive(record.pid)
+    assert "Shutting down" in Path(record.log_path).read_text()  # SIGTERM, handled
+
+
+def test_a_run_on_a_launched_server_links_its_log_and_leaves_no_process(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "launched.yaml"
+    config.write_text(yaml.safe_dump(json.loads(json.dumps(
+        make_loaded().config.model_dump(mode="json", exclude_defaults=True)))))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: tiny\nworkloads:\n  - name: chat\n    prompts: {source: synthetic, "
+                     "input_tokens: 32, system_prompt_tokens: 32}\n    max_tokens: 8\n"
+                     "    ignore_eos: true\n    concurrency: 4\n    num_requests: 12\n")
+    run = execute_run(config, suite, f"sqlite:///{tmp_path / 'runs.db'}")
+    assert run.status.value == "completed"
+    assert run.workloads[0].summary.completed == 12
+    launch = run.environment["launch"]
+    assert Path(launch["log_path"]).is_file()
+    assert launch["kv_cache_tokens"] == 458752
+    assert run.environment["engine"].startswith("tracker-sim")
+    assert not is_group_alive(launch["pid"])
+
+
+async def test_a_server_that_never_gets_healthy_is_stopped_and_its_log_named(
+    log_dir: Path,
+) -> None:
+    # a "server" that starts a child in its group, says its pid and never listens
+    script = ("import os, subprocess, sys, time; "
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              "print(f'[tracker-sim pid={os.getpid()}] loading', flush=True); time.sleep(60)")
+    loaded = make_loaded(command=[sys.executable, "-c", script], startup_timeout_s=1.0)
+    with pytest.raises(MeasurementError) as caught:
+        async with launch_server(loaded):
+            pytest.fail("the server never became healthy")
+    message = str(caught.value)
+    log_path = Path(re.search(r"see its log (\S+)", message).group(1))  # type: ignore[union-attr]
+    assert "not healthy" in message and "startup_timeout_s" in message
+    assert log_path.parent == log_dir.resolve() and log_path.is_file()
+    assert not is_group_alive(sim_pid(log_path))
+
+
+async def test_a_server_that_exits_at_startup_names_the_log_and_its_last_words() -> None:
+    loaded = make_loaded({"gpu_memory_utilization": 0.1})  # vLLM would refuse: no room for KV
+    with pytest.raises(MeasurementError, match=r"exited with code 1 .*see its log .*\.log: .*"
+                                               r"no available memory for the cache blocks"):
+        async with launch_server(loaded):
+            pytest.fail("the server should have exited")
+
+
+async def test_a_missing_command_says_how_to_fix_it() -> None:
+    loaded = make_loaded(command=["/nonexistent/vllm", "serve"])
+    with pytest.raises(MeasurementError, match=r"cannot start '/nonexistent/vllm'.*launch.command"):
+        async with launch_server(loaded):
+            pytest.fail("nothing should have started")
+
+
+async def test_a_cancelled_run_stops_the_launched_group() -> None:
+    started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def hold() -> None:
+        async with launch_server(make_loaded()) as server:
+            started.set_result(server.record.pid)
+            await asyncio.sleep(60)
+
+    task = asyncio.create_task(hold())
+    pid = await asyncio.wait_for(started, 30)
+    assert is_group_alive(pid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not is_group_alive(pid)
+
+
+def test_ctrl_c_during_a_cli_run_stops_the_launched_server(tmp_path: Path, log_dir: Path) -> None:
+    config = tmp_path / "launched.yaml"
+    loaded = make_loaded()
+    config.write_text(yaml.safe_dump(loaded.config.model_dump(mode="json", exclude_defaults=True)))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: long\nworkloads:\n  - name: chat\n    prompts: {source: synthetic, "
+                     "input_tokens: 16}\n    max_tokens: 2000\n    ignore_eos: true\n"
+                     "    concurrency: 2\n    num_requests: 50\n")
+    env = {**os.environ, "TRACKER_LOG_DIR": str(log_dir)}
+    tracker = subprocess.Popen(
+        [sys.executable, "-m", "tracker", "run", "--config", str(config), "--suite", str(suite),
+         "--db", str(tmp_path / "runs.db"), "--quiet"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        log_path = _wait_for_log(log_dir, "Application startup complete", 30)
+        time.sleep(0.5)  # requests are streaming
+        tracker.send_signal(signal.SIGINT)
+        _, err = tracker.communicate(timeout=30)
+    finally:
+        if tracker.poll() is None:
+            tracker.kill()
+    assert tracker.returncode == 130, err.decode()
+    assert b"interrupted" in err
+    assert not is_group_alive(sim_pid(log_path))
+
+
+def _wait_for_log(log_dir: Path, text: str, timeout_s: float) -> Path:
+    deadline_s = time.monotonic() + timeout_s
+    while time.monotonic() < deadline_s:
+        for path in log_dir.glob("*.log"):
+            if text in path.read_text():
+                return path
+        time.sleep(0.1)
+    raise AssertionError(f"no log in {log_dir} said {text!r}")
+
+
+async def test_attaching_to_a_running_server_never_stops_it(tmp_path: Path) -> None:
+    server = subprocess.Popen([*SIM_COMMAND, "sim/attached", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        base_url = _wait_for_address(server)
+        body = {"name": "attached", "target": {"kind": "vllm", "model": "sim/attached",
+                                               "base_url": base_url}}
+        loaded = build_loaded_config(ServingConfig.model_validate(body), "attached.yaml")
+        async with open_target(loaded) as handle:
+            assert handle.launch is None
+            assert handle.engine is not None and handle.engine.startswith("tracker-sim")
+        assert server.poll() is None and is_group_alive(server.pid)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(10)
+        assert server.stdout is not None
+        server.stdout.close()
+
+
+def _wait_for_address(process: subprocess.Popen[bytes]) -> str:
+    assert process.stdout is not None
+    for raw in process.stdout:
+        found = re.search(r"server on (http://\S+)", raw.decode())
+        if found:
+            return found.group(1)
+    raise AssertionError("the simulator never said where it listens")

@@ -1,0 +1,378 @@
+"""Run-vs-run comparison: is head worse than base, better, the same, or can we not tell yet?
+
+``compare_samples`` takes per-request samples of one run per side, or repeated runs (a list of
+runs, each a list of per-request values; one value per run for run-level metrics such as
+throughput). It picks a calibrated method for what it was given:
+
+- one run per side, ``statistic="median"``: Mann-Whitney U on the per-request values, with the
+  Hodges-Lehmann shift of the log values and the interval that inverts the same test;
+- one run per side, ``p90``, ``p99`` or ``mean``: a seeded bootstrap of the log ratio of the
+  statistic (an exact shortcut that draws only the tail for upper quantiles);
+- repeated runs (more than one on a side), and one value per run (throughput): Student's t on
+  the log of each run's statistic, pooled variance, ``runs - 2`` degrees of freedom. The run is
+  the unit of replication: run-to-run drift counts as noise instead of faking significance, and
+  with few runs the interval is honestly wide.
+
+Four outcomes: a change is a ``regression`` or an ``improvement`` only when it is significant
+*and* at least ``min_effect`` (relative); ``no_change`` when the interval lies within
+``±min_effect`` (or the change is significant but smaller); otherwise ``inconclusive``, with
+``runs_needed``: about how many runs per side would decide.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tracker.analysis.stats import (
+    Runs,
+    bootstrap_differences,
+    bootstrap_p_value,
+    bootstrap_upper_quantile,
+    compute_quantile,
+    hodges_lehmann,
+    mann_whitney,
+    student_t_ppf,
+    student_t_two_sided_p,
+)
+
+
+class Outcome(StrEnum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no_change"
+    INCONCLUSIVE = "inconclusive"
+
+
+QUANTILES: dict[str, float] = {"median": 0.5, "p90": 0.9, "p99": 0.99}
+STATISTICS = (*QUANTILES, "mean")
+DEFAULT_MIN_EFFECT: dict[str, float] = {"median": 0.02, "mean": 0.02, "p90": 0.03, "p99": 0.05}
+MIN_SAMPLES_MEDIAN = 8
+TAIL_SAMPLES = 5  # a quantile q needs about this many values beyond it: n >= 5 / (1 - q)
+MAX_RUNS_HINT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement on one metric. Changes are relative: ``head / base - 1``."""
+
+    outcome: Outcome
+    rel_change: float | None  # point estimate; None when nothing could be estimated
+    ci: tuple[float, float] | None  # interval of rel_change at ``confidence``
+    p_value: float | None  # two-sided, for "no difference"
+    statistic: str  # median | p90 | p99 | mean (of per-request values, or over runs)
+    lower_is_better: bool
+    base_value: float | None  # the statistic on all base values pooled
+    head_value: float | None
+    base_count: int  # values per side
+    head_count: int
+    base_runs: int
+    head_runs: int
+    min_effect: float
+    confidence: float
+    method: str
+    reason: str  # one line: why this outcome
+    runs_needed: int | None = None  # runs per side that would likely decide an inconclusive one
+
+    @property
+    def regressed(self) -> bool:
+        return self.outcome is Outcome.REGRESSION
+
+    @property
+    def improved(self) -> bool:
+        return self.outcome is Outcome.IMPROVEMENT
+
+
+@dataclass(frozen=True, slots=True)
+class _Estimate:
+    rel_change: float
+    low: float
+    high: float
+    p_value: float
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    base: list[list[float]]
+    head: list[list[float]]
+    lower_is_better: bool
+    statistic: str
+    min_effect: float
+    confidence: float
+    resamples: int
+    seed: int
+
+    @property
+    def base_count(self) -> int:
+        return sum(len(run) for run in self.base)
+
+    @property
+    def head_count(self) -> int:
+        return sum(len(run) for run in self.head)
+
+    @property
+    def run_level(self) -> bool:
+        return all(len(run) == 1 for run in (*self.base, *self.head))
+
+
+Samples = Sequence[float] | Sequence[Sequence[float]]
+
+
+def compare_samples(
+    base: Samples,
+    head: Samples,
+    *,
+    lower_is_better: bool,
+    statistic: str = "median",
+    min_effect: float | None = None,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Verdict:
+    """Compare ``head`` with ``base``. Each is a list of per-request values (one run) or a list
+    of runs (each a list of values). ``lower_is_better`` says which direction is a regression."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)} (got {statistic!r})")
+    if not 0.5 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0.5 and 1 (got {confidence})")
+    effect = DEFAULT_MIN_EFFECT[statistic] if min_effect is None else min_effect
+    if effect < 0.0:
+        raise ValueError(f"min_effect must be >= 0 (got {effect})")
+    request = _Request(_as_runs(base, "base"), _as_runs(head, "head"), lower_is_better,
+                       statistic, effect, confidence, resamples, seed)
+    shortfall = _sample_shortfall(request)
+    if shortfall is not None:
+        return _verdict(request, None, Outcome.INCONCLUSIVE, shortfall[0], shortfall[1])
+    estimate = _estimate(request)
+    if estimate is None:
+        return _verdict(request, None, Outcome.INCONCLUSIVE,
+                        "the base statistic is 0, so a relative change is undefined", None)
+    return _decide(request, estimate)
+
+
+def _as_runs(samples: Samples, side: str) -> list[list[float]]:
+    if all(isinstance(item, int | float) for item in samples):
+        runs = [[float(v) for v in samples]]  # type: ignore[arg-type]
+    else:
+        runs = [[float(v) for v in run] for run in samples]  # type: ignore[union-attr]
+    for run in runs:
+        if any(not math.isfinite(v) for v in run):
+            raise ValueError(f"{side}: samples must be finite numbers (drop unmeasured values)")
+    return [run for run in runs if run]
+
+
+def _sample_shortfall(request: _Request) -> tuple[str, int | None] | None:
+    """Why there are too few samples to judge, and the runs per side that would be enough."""
+    if not request.base or not request.head:
+        return "no values on one side", None
+    if request.run_level:
+        if len(request.base) + len(request.head) < 3:
+            return "one value per run: needs 3 runs in all (2 on a side) to estimate noise", 2
+        return None
+    fewest = min(request.base_count, request.head_count)
+    q = QUANTILES.get(request.statistic, 0.5)
+    needed = max(MIN_SAMPLES_MEDIAN, math.ceil(TAIL_SAMPLES / (1.0 - q) - 1e-9))
+    if fewest >= needed:
+        return None
+    per_run = max(1, fewest // max(1, min(len(request.base), len(request.head))))
+    reason = f"{request.statistic} needs >= {needed} values per side (got {fewest})"
+    return reason, min(MAX_RUNS_HINT, math.ceil(needed / per_run))
+
+
+# --- estimation ------------------------------------------------------------------------------
+
+
+def _positive(request: _Request) -> bool:
+    return all(v > 0.0 for run in (*request.base, *request.head) for v in run)
+
+
+def _estimate(request: _Request) -> _Estimate | None:
+    if len(request.base) == 1 and len(request.head) == 1 and not request.run_level:
+        if request.statistic == "median":
+            return _rank_shift(request)
+        return _bootstrap(request)
+    return _t_over_runs(request)
+
+
+def _run_statistic(run: list[float], statistic: str) -> float:
+    if statistic == "mean":
+        return sum(run) / len(run)
+    return compute_quantile(sorted(run), QUANTILES[statistic])
+
+
+def _t_over_runs(request: _Request) -> _Estimate | None:
+    """Student's t on the runs' statistics (pooled variance, df = runs - 2): the runs are the
+    replicates, so run-to-run drift counts as noise and few runs mean a wide interval."""
+    base = [_run_statistic(run, request.statistic) for run in request.base]
+    head = [_run_statistic(run, request.statistic) for run in request.head]
+    log = all(v > 0.0 for v in (*base, *head))
+    base_mean = sum(base) / len(base)
+    if not log and base_mean == 0.0:
+        return None
+    xs = [math.log(v) for v in base] if log else [v / abs(base_mean) for v in base]
+    ys = [math.log(v) for v in head] if log else [v / abs(base_mean) for v in head]
+    diff = _mean(ys) - _mean(xs)
+    df = len(xs) + len(ys) - 2
+    squares = sum((v - _mean(xs)) ** 2 for v in xs) + sum((v - _mean(ys)) ** 2 for v in ys)
+    se = math.sqrt(squares / df * (1.0 / len(xs) + 1.0 / len(ys)))
+    if se == 0.0:
+        p_value, half = (1.0 if diff == 0.0 else 0.0), 0.0
+    else:
+        p_value = student_t_two_sided_p(diff / se, df)
+        half = student_t_ppf(0.5 + request.confidence / 2.0, df) * se
+    return _Estimate(_relative(diff, log), _relative(diff - half, log),
+                     _relative(diff + half, log), p_value,
+                     f"t-test over runs of each run's {request.statistic}"
+                     + (" (log)" if log else ""))
+
+
+def _rank_shift(request: _Request) -> _Estimate | None:
+    base, head = request.base[0], request.head[0]
+    test = mann_whitney(base, head)
+    log = _positive(request)
+    if log:
+        shift = hodges_lehmann([math.log(v) for v in base], [math.log(v) for v in head],
+                               request.confidence)
+    else:
+        scale = abs(compute_quantile(sorted(base), 0.5))
+        if scale == 0.0:
+            return None
+        shift = hodges_lehmann([v / scale for v in base], [v / scale for v in head],
+                               request.confidence)
+    return _Estimate(_relative(shift.shift, log), _relative(shift.low, log),
+                     _relative(shift.high, log), test.p_value,
+                     "mann-whitney u + hodges-lehmann")
+
+
+def _bootstrap(request: _Request) -> _Estimate | None:
+    q = QUANTILES.get(request.statistic)
+    log = _positive(request)
+
+    def statistic(values: list[float]) -> float:
+        if q is None:
+            return sum(values) / len(values)
+        values.sort()
+        return compute_quantile(values, q)
+
+    base_point = statistic([v for run in request.base for v in run])
+    if not log and base_point == 0.0:
+        return None
+
+    def transformed(values: list[float]) -> float:
+        value = statistic(values)
+        return math.log(value) if log else value / abs(base_point)
+
+    rng = random.Random(request.seed)
+    if q is not None and q >= 0.5 and len(request.base) == 1 and len(request.head) == 1:
+        draws = _single_run_quantile_draws(request, q, rng, log, base_point)
+    else:
+        draws = bootstrap_differences(request.base, request.head, transformed, rng,
+                                      request.resamples)
+    point = (transformed([v for run in request.head for v in run])
+             - transformed([v for run in request.base for v in run]))
+    tail = (1.0 - request.confidence) / 2.0
+    low, high = compute_quantile(draws, tail), compute_quantile(draws, 1.0 - tail)
+    kind = "bootstrap"
+    return _Estimate(_relative(point, log), _relative(low, log), _relative(high, log),
+                     bootstrap_p_value(draws),
+                     f"{kind} of {request.statistic} ({request.resamples} resamples, "
+                     f"seed {request.seed})")
+
+
+def _single_run_quantile_draws(request: _Request, q: float, rng: random.Random, log: bool,
+                               base_point: float) -> list[float]:
+    """Bootstrap differences of an upper quantile between two single runs (the fast path)."""
+    def scale(value: float) -> float:
+        return math.log(value) if log else value / abs(base_point)
+
+    base = bootstrap_upper_quantile(sorted(request.base[0]), q, rng, request.resamples)
+    head = bootstrap_upper_quantile(sorted(request.head[0]), q, rng, request.resamples)
+    return sorted(scale(h) - scale(b) for b, h in zip(base, head, strict=True))
+
+
+def _relative(value: float, log: bool) -> float:
+    """A difference of log values (or of values scaled by the base) as a relative change."""
+    return math.expm1(value) if log else value
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _variance(values: Sequence[float]) -> float:
+    middle = _mean(values)
+    return sum((v - middle) ** 2 for v in values) / (len(values) - 1)
+
+
+# --- the decision ----------------------------------------------------------------------------
+
+
+def _decide(request: _Request, estimate: _Estimate) -> Verdict:
+    alpha = 1.0 - request.confidence
+    effect = request.min_effect
+    rel, low, high = estimate.rel_change, estimate.low, estimate.high
+    significant = estimate.p_value < alpha and (low > 0.0 or high < 0.0)
+    worse = rel > 0.0 if request.lower_is_better else rel < 0.0
+    interval = f"{rel:+.1%} [{low:+.1%}, {high:+.1%}], p={estimate.p_value:.3g}"
+    if significant and abs(rel) >= effect:
+        outcome = Outcome.REGRESSION if worse else Outcome.IMPROVEMENT
+        word = "worse" if worse else "better"
+        reason = f"{word}: {interval}; significant and at least the minimum effect {effect:.1%}"
+        return _verdict(request, estimate, outcome, reason, None)
+    if -effect < low and high < effect:
+        reason = f"no change: {interval} lies within ±{effect:.1%}"
+        return _verdict(request, estimate, Outcome.NO_CHANGE, reason, None)
+    if significant:
+        reason = f"no change that matters: {interval} is below the minimum effect {effect:.1%}"
+        return _verdict(request, estimate, Outcome.NO_CHANGE, reason, None)
+    runs = _runs_needed(request, estimate)
+    reason = (f"inconclusive: {interval} is neither significant nor within ±{effect:.1%}; "
+              f"about {runs} runs per side would decide")
+    return _verdict(request, estimate, Outcome.INCONCLUSIVE, reason, runs)
+
+
+def _runs_needed(request: _Request, estimate: _Estimate) -> int:
+    """Runs per side for the interval to shrink enough to decide (it narrows as 1/sqrt(n))."""
+    half = (estimate.high - estimate.low) / 2.0
+    distance = abs(estimate.rel_change)
+    target = request.min_effect - distance if distance < request.min_effect else distance
+    target = max(target, request.min_effect / 4.0, 1e-9)
+    runs = max(len(request.base), len(request.head))
+    needed = math.ceil(runs * (half / target) ** 2)
+    return min(MAX_RUNS_HINT, max(runs + 1, needed))
+
+
+def _verdict(request: _Request, estimate: _Estimate | None, outcome: Outcome, reason: str,
+             runs_needed: int | None) -> Verdict:
+    return Verdict(
+        outcome=outcome,
+        rel_change=None if estimate is None else estimate.rel_change,
+        ci=None if estimate is None else (estimate.low, estimate.high),
+        p_value=None if estimate is None else estimate.p_value,
+        statistic=request.statistic,
+        lower_is_better=request.lower_is_better,
+        base_value=_pooled(request.base, request.statistic),
+        head_value=_pooled(request.head, request.statistic),
+        base_count=request.base_count,
+        head_count=request.head_count,
+        base_runs=len(request.base),
+        head_runs=len(request.head),
+        min_effect=request.min_effect,
+        confidence=request.confidence,
+        method="none" if estimate is None else estimate.method,
+        reason=reason,
+        runs_needed=runs_needed,
+    )
+
+
+def _pooled(runs: Runs, statistic: str) -> float | None:
+    values = sorted(v for run in runs for v in run)
+    if not values:
+        return None
+    if statistic == "mean":
+        return sum(values) / len(values)
+    return compute_quantile(values, QUANTILES[statistic])

@@ -1,0 +1,96 @@
+"""The nightly form of change-point detection: one value in, only new change points out.
+
+``ChangeMonitor.observe(value)`` appends the night's value, runs ``detect_change_points`` over
+the last ``window`` nights and returns the change points it has not alerted before. A change
+point whose estimated location moves by up to ``tolerance`` nights as more data arrives is the
+same change and is not alerted again. A change is alerted only once it persists: the median of
+the last ``confirm`` nights must sit nearer the new level than the old one, so a spike that is
+already reverting is never alerted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from tracker.analysis.changepoints import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_REL_CHANGE,
+    DEFAULT_MIN_SEGMENT,
+    ChangePoint,
+    detect_change_points,
+)
+from tracker.analysis.stats import compute_median
+
+DEFAULT_WINDOW = 120
+DEFAULT_TOLERANCE = 3
+DEFAULT_CONFIRM = 3
+
+
+class ChangeMonitor:
+    """Streaming change-point alerts for one metric's nightly series."""
+
+    def __init__(
+        self,
+        *,
+        window: int = DEFAULT_WINDOW,
+        min_segment: int = DEFAULT_MIN_SEGMENT,
+        alpha: float = DEFAULT_ALPHA,
+        min_rel_change: float = DEFAULT_MIN_REL_CHANGE,
+        tolerance: int = DEFAULT_TOLERANCE,
+        confirm: int = DEFAULT_CONFIRM,
+    ) -> None:
+        if window < 2 * min_segment:
+            raise ValueError(f"window must be >= 2 * min_segment = {2 * min_segment} "
+                             f"(got {window})")
+        if not 1 <= confirm <= min_segment:
+            raise ValueError(f"confirm must be between 1 and min_segment={min_segment} "
+                             f"(got {confirm})")
+        self.window = window
+        self.min_segment = min_segment
+        self.alpha = alpha
+        self.min_rel_change = min_rel_change
+        self.tolerance = tolerance
+        self.confirm = confirm
+        self._values: list[float | None] = []
+        self._alerted: list[ChangePoint] = []
+
+    @property
+    def values(self) -> tuple[float | None, ...]:
+        return tuple(self._values)
+
+    @property
+    def alerted(self) -> tuple[ChangePoint, ...]:
+        """Every change point alerted so far, in the order they were alerted."""
+        return tuple(self._alerted)
+
+    def observe(self, value: float | None) -> list[ChangePoint]:
+        """Add one night's value (``None``: not measured); return the change points that are new.
+
+        Indices of the returned change points count every value observed, ``None`` included.
+        """
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"value must be a finite number or None (got {value})")
+        self._values.append(value)
+        start = max(0, len(self._values) - self.window)
+        found = detect_change_points(self._values[start:], min_segment=self.min_segment,
+                                     alpha=self.alpha, min_rel_change=self.min_rel_change)
+        new: list[ChangePoint] = []
+        for position, point in enumerate(found):
+            located = replace(point, index=point.index + start)
+            if self._known(located.index):
+                continue
+            if position == len(found) - 1 and not self._persists(located):
+                continue
+            self._alerted.append(located)
+            new.append(located)
+        return new
+
+    def _known(self, index: int) -> bool:
+        return any(abs(index - point.index) <= self.tolerance for point in self._alerted)
+
+    def _persists(self, point: ChangePoint) -> bool:
+        """The latest nights sit nearer the new level than the old (the change did not revert)."""
+        recent = [v for v in self._values[point.index:] if v is not None][-self.confirm:]
+        latest = compute_median(recent)
+        return abs(latest - point.after) < abs(latest - point.before)

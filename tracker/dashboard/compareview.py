@@ -1,0 +1,150 @@
+"""The Compare page's choices and tables: two runs, or the latest runs of two config versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from tracker.dashboard import data, runview, ui
+from tracker.dashboard.diffs import compute_diff, diff_frame
+from tracker.dashboard.trends import display_unit, metric_label
+from tracker.results import RunResult
+
+TWO_RUNS, TWO_VERSIONS = "Two runs", "Two config versions"
+OUTCOMES = ("regression", "improvement", "no_change", "inconclusive")
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    base_id: int
+    head_id: int
+
+
+def choose_pair(url: str) -> Pair:
+    mode = st.radio("Compare", [TWO_RUNS, TWO_VERSIONS], horizontal=True, key="compare_mode",
+                    label_visibility="collapsed")
+    if mode == TWO_VERSIONS:
+        return _choose_versions(url)
+    head_default = data.default_run_id(url)
+    head_start = ui.query_int("head") or head_default
+    base_default = None if head_start is None else data.load_previous_run_id(url, head_start)
+    left, right = st.columns(2)
+    with left:
+        base_id = runview.choose_run(url, "base", "Base run", base_default or head_start)
+    with right:
+        head_id = runview.choose_run(url, "head", "Head run", head_start)
+    return Pair(base_id, head_id)
+
+
+def _choose_versions(url: str) -> Pair:
+    options = data.load_trend_options(url)
+    left, middle, right = st.columns(3)
+    config = left.selectbox("Config", options.configs, key="compare_config")
+    suite = middle.selectbox("Suite", options.suites, key="compare_suite")
+    history = data.load_config_history(url, str(config))
+    versions = [entry.version for entry in history]
+    if len(versions) < 2:
+        st.info("This config has a single version; compare two runs instead.")
+        st.stop()
+    labels = {e.version: f"{e.version[:12]} (first seen {e.first_seen_at:%Y-%m-%d})"
+              for e in history}
+    with right:
+        base_version = st.selectbox("Base version", versions, index=len(versions) - 2,
+                                    format_func=labels.__getitem__, key="compare_base_version")
+        head_version = st.selectbox("Head version", versions, index=len(versions) - 1,
+                                    format_func=labels.__getitem__, key="compare_head_version")
+    base_id = data.load_latest_run_id(url, str(config), str(base_version), str(suite))
+    head_id = data.load_latest_run_id(url, str(config), str(head_version), str(suite))
+    if base_id is None or head_id is None:
+        st.info("One of these versions has no run on this suite.")
+        st.stop()
+    st.caption(f"The latest run of each version on this suite: #{base_id} and #{head_id}.")
+    return Pair(base_id, head_id)
+
+
+def describe(run: RunResult) -> str:
+    """One plain-text line about a run (for st.text, never markdown)."""
+    flags = f"{run.status.value}" + (" · simulated" if run.simulated else "")
+    return (f"#{run.run_id} · {run.config.name}@{run.config.version[:12]} · {run.suite.name}"
+            f"@{run.suite.version[:12]} · {run.started_at:%Y-%m-%d %H:%M} UTC · {flags}")
+
+
+def like_for_like_notes(base: RunResult, head: RunResult) -> list[str]:
+    """Why these two runs may not be comparable; empty when they are like with like."""
+    notes = []
+    if base.suite.name != head.suite.name:
+        notes.append(f"different suites ({base.suite.name} vs {head.suite.name}): only "
+                     "workloads with the same name are compared")
+    elif base.suite.version != head.suite.version:
+        notes.append("the suite changed between the runs (its version differs), so the "
+                     "prompts or workloads may differ")
+    if base.simulated != head.simulated:
+        notes.append("one run is simulated and the other is not")
+    if base.run_id == head.run_id:
+        notes.append("base and head are the same run")
+    return notes
+
+
+def metric_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The metric deltas with display units and readable names."""
+    rows = []
+    for row in metrics.to_dict("records"):
+        unit = display_unit(str(row["metric"]))
+        rel = _number(row["rel_change"])
+        rows.append({
+            "workload": row["workload"],
+            "metric": metric_label(str(row["metric"])),
+            "unit": unit.label,
+            "base": _scaled(row["base"], unit.scale),
+            "head": _scaled(row["head"], unit.scale),
+            "change %": None if rel is None else rel * 100.0,
+            "better when": "lower" if row["direction"] == "lower_is_better" else "higher",
+        })
+    return pd.DataFrame(rows)
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _scaled(value: Any, scale: float) -> float | None:
+    number = _number(value)
+    return None if number is None else number * scale
+
+
+def headline_changes(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The metrics the analysis judged, with its outcome, change and interval (relative)."""
+    rows = verdicts.merge(metrics[["workload", "metric", "rel_change"]],
+                          on=["workload", "metric"], how="left", suffixes=("", "_point"))
+    rows["rel_change"] = rows["rel_change"].fillna(rows["rel_change_point"])
+    rows = rows.dropna(subset=["rel_change"]).copy()
+    rows["label"] = rows["metric"].map(metric_label)
+    return rows
+
+
+def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Every metric's delta; the judged ones with the verdict, interval, p-value and reason."""
+    table = metric_table(metrics)
+    judged = verdicts.assign(metric=verdicts["metric"].map(metric_label))
+    judged["interval %"] = [
+        None if pd.isna(low) else f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
+        for low, high in zip(judged["ci_low"], judged["ci_high"], strict=True)]
+    judged = judged.rename(columns={"outcome": "verdict", "p_value": "p"})
+    merged = table.merge(judged[["workload", "metric", "verdict", "interval %", "p", "samples",
+                                 "reason"]], on=["workload", "metric"], how="left")
+    order = {"regression": 0, "improvement": 1, "inconclusive": 2, "no_change": 3}
+    merged["_rank"] = merged["verdict"].map(order).fillna(4)
+    return merged.sort_values(["_rank"], kind="stable").drop(columns="_rank")
+
+
+def config_diff(base: RunResult, head: RunResult) -> pd.DataFrame:
+    return diff_frame(compute_diff(base.config_body, head.config_body),
+                      f"base #{base.run_id}", f"head #{head.run_id}")
+
+
+def environment_diff(base: RunResult, head: RunResult) -> pd.DataFrame:
+    return diff_frame(compute_diff(base.environment, head.environment),
+                      f"base #{base.run_id}", f"head #{head.run_id}")

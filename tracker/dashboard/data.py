@@ -1,0 +1,247 @@
+"""The dashboard's reads: one engine per database URL, and every query cached on the URL.
+
+``query_*`` functions do the work (the bench times them); ``load_*`` are the same functions behind
+``st.cache_data``, keyed on the URL and the arguments, kept ``CACHE_TTL_S`` seconds so new nightly
+runs appear without a restart. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from tracker.dashboard.verdicts import compute_verdicts
+from tracker.errors import StoreError
+from tracker.store import queries
+from tracker.store.db import check_schema, create_store_engine, read_revision, redact_url
+from tracker.store.regressions import RegressionStatus, update_regression_status
+
+CACHE_TTL_S = 60
+STATE_TTL_S = 10
+DEFAULT_TREND_METRIC = "ttft_p99_s"
+DEFAULT_TREND_SERIES = 6  # series drawn before the user picks
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseState:
+    """Whether pages can read; ``message`` says why not (an empty store or an error)."""
+
+    ready: bool
+    empty: bool
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TrendSelection:
+    metric: str
+    configs: tuple[str, ...]
+    suites: tuple[str, ...]
+    workloads: tuple[str, ...] | None  # None = every workload of the chosen suites
+    since: datetime | None = None
+
+
+# --- engine and state ----------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def engine_for(url: str) -> Engine:
+    return create_store_engine(url)
+
+
+def _empty_hint(url: str) -> str:
+    shown = redact_url(url)
+    return (f"No runs in {shown} yet. Fill it with `tracker demo --db {shown}` (the shipped "
+            "suites on the built-in simulator, about a minute), or store your own with "
+            "`tracker run --config … --suite …`, then reload this page.")
+
+
+def query_database_state(url: str) -> DatabaseState:
+    """Ready, empty (with the `tracker demo` hint) or unreadable (with the reason); never writes."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").exists():
+        return DatabaseState(False, True, _empty_hint(url))
+    try:
+        empty, _ = read_revision(url)
+        if empty:
+            return DatabaseState(False, True, _empty_hint(url))
+        check_schema(url)  # not empty, so this only checks the revision
+        with Session(engine_for(url)) as session:
+            summary = queries.fetch_store_summary(session)
+    except StoreError as exc:
+        return DatabaseState(False, False, str(exc))
+    if summary.runs == 0:
+        return DatabaseState(False, True, _empty_hint(url))
+    return DatabaseState(True, False, None)
+
+
+def _read(url: str, work: Callable[[Session], Any]) -> Any:
+    with Session(engine_for(url)) as session:
+        return work(session)
+
+
+# --- queries -------------------------------------------------------------------------------
+
+
+def query_summary(url: str) -> queries.StoreSummary:
+    summary: queries.StoreSummary = _read(url, queries.fetch_store_summary)
+    return summary
+
+
+def query_overview(url: str) -> pd.DataFrame:
+    frame: pd.DataFrame = _read(url, queries.fetch_overview)
+    return frame
+
+
+def query_recent_runs(url: str, limit: int) -> pd.DataFrame:
+    frame: pd.DataFrame = _read(url, lambda s: queries.fetch_recent_runs(s, limit))
+    return frame
+
+
+def query_trend_options(url: str) -> queries.TrendOptions:
+    options: queries.TrendOptions = _read(url, queries.fetch_trend_options)
+    return options
+
+
+def query_trend(url: str, selection: TrendSelection) -> pd.DataFrame:
+    frame: pd.DataFrame = _read(url, lambda s: queries.fetch_trend(
+        s, selection.metric, configs=selection.configs, suites=selection.suites,
+        workloads=selection.workloads, since=selection.since))
+    return frame
+
+
+def query_config_bodies(url: str, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    def work(session: Session) -> dict[str, dict[str, Any]]:
+        return {name: {version: dict(body) for version, body in
+                       queries.fetch_config_bodies(session, name).items()} for name in names}
+    bodies: dict[str, dict[str, Any]] = _read(url, work)
+    return bodies
+
+
+def query_run_detail(url: str, run_id: int) -> queries.RunDetail:
+    detail: queries.RunDetail = _read(url, lambda s: queries.fetch_run_detail(s, run_id))
+    return detail
+
+
+def query_previous_run_id(url: str, run_id: int) -> int | None:
+    found: int | None = _read(url, lambda s: queries.fetch_previous_run_id(s, run_id))
+    return found
+
+
+def query_comparison(url: str, base_id: int, head_id: int) -> queries.Comparison:
+    comparison: queries.Comparison = _read(
+        url, lambda s: queries.fetch_comparison(s, base_id, head_id))
+    return comparison
+
+
+def query_latest_run_id(url: str, config: str, version: str, suite: str) -> int | None:
+    found: int | None = _read(
+        url, lambda s: queries.fetch_latest_run_id(s, config, version, suite))
+    return found
+
+
+def query_config_history(url: str, name: str) -> list[queries.ConfigVersionEntry]:
+    history: list[queries.ConfigVersionEntry] = _read(
+        url, lambda s: queries.fetch_config_history(s, name))
+    return history
+
+
+def query_verdicts(url: str, base_id: int, head_id: int) -> pd.DataFrame:
+    comparison = load_comparison(url, base_id, head_id)
+    return compute_verdicts(comparison.base, comparison.head)
+
+
+UNRESOLVED = (RegressionStatus.OPEN, RegressionStatus.ACKNOWLEDGED)
+
+
+def query_regressions(url: str, statuses: tuple[str, ...]) -> pd.DataFrame:
+    wanted = [RegressionStatus(status) for status in statuses]
+    frame: pd.DataFrame = _read(url, lambda s: queries.fetch_regressions_frame(s, wanted))
+    return frame
+
+
+def query_regressed_pairs(url: str) -> frozenset[tuple[str, str]]:
+    """(config, suite) pairs with an open or acknowledged regression in the worse direction."""
+    frame = query_regressions(url, tuple(status.value for status in UNRESOLVED))
+    worse = frame[frame["regressed"] == True]  # noqa: E712 - a column of True/False/None
+    return frozenset(zip(worse["config"], worse["suite"], strict=True))
+
+
+def save_regression_status(url: str, regression_id: int, status: str, note: str) -> None:
+    """The dashboard's one write: triage a regression record through the store."""
+    with Session(engine_for(url)) as session, session.begin():
+        update_regression_status(session, regression_id, RegressionStatus(status), note)
+    clear_caches()
+
+
+# --- the same, cached ------------------------------------------------------------------------
+
+_cached = st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+load_database_state = st.cache_data(ttl=STATE_TTL_S, show_spinner=False)(query_database_state)
+load_summary = _cached(query_summary)
+load_overview = _cached(query_overview)
+load_recent_runs = _cached(query_recent_runs)
+load_trend_options = _cached(query_trend_options)
+load_trend = _cached(query_trend)
+load_config_bodies = _cached(query_config_bodies)
+load_run_detail = _cached(query_run_detail)
+load_previous_run_id = _cached(query_previous_run_id)
+load_comparison = _cached(query_comparison)
+load_latest_run_id = _cached(query_latest_run_id)
+load_config_history = _cached(query_config_history)
+load_verdicts = _cached(query_verdicts)
+load_regressions = _cached(query_regressions)
+load_regressed_pairs = _cached(query_regressed_pairs)
+
+
+def clear_caches() -> None:
+    st.cache_data.clear()
+
+
+# --- what each page reads when it opens ------------------------------------------------------
+
+
+def default_trend_selection(options: queries.TrendOptions) -> TrendSelection:
+    """The first config on the first suite, every workload: a handful of series."""
+    metric = DEFAULT_TREND_METRIC if DEFAULT_TREND_METRIC in options.metrics \
+        else options.metrics[0]
+    return TrendSelection(metric, options.configs[:1], options.suites[:1], None)
+
+
+def default_run_id(url: str) -> int | None:
+    recent = load_recent_runs(url, 1)
+    return None if recent.empty else int(recent["run_id"].iloc[0])
+
+
+def query_page_defaults(url: str, key: str) -> None:
+    """Run, uncached, the queries page ``key`` makes when it opens (for bench/dashboard.py)."""
+    if key == "overview":
+        query_overview(url)
+        query_regressions(url, tuple(status.value for status in UNRESOLVED))
+        query_summary(url)
+    elif key == "regressions":
+        query_regressions(url, tuple(status.value for status in UNRESOLVED))
+    elif key == "trends":
+        selection = default_trend_selection(query_trend_options(url))
+        query_trend(url, selection)
+        query_config_bodies(url, selection.configs)
+    elif key in ("run", "compare"):
+        run_id = int(query_recent_runs(url, 1)["run_id"].iloc[0])
+        previous = query_previous_run_id(url, run_id)
+        if key == "run":
+            query_run_detail(url, run_id)
+        else:
+            query_comparison(url, previous or run_id, run_id)
+    elif key == "configs":
+        names = query_trend_options(url).configs
+        query_config_history(url, names[0])
+    else:
+        raise KeyError(key)

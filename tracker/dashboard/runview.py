@@ -1,0 +1,103 @@
+"""Run detail and Compare helpers: choosing runs, and the tables they show."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from tracker.dashboard import data, ui
+from tracker.dashboard.trends import display_unit, metric_label
+from tracker.metrics import REGISTRY
+from tracker.results import RunResult
+from tracker.store.queries import RunDetail
+from tracker.store.values import NotFoundError
+
+SUMMARY_METRICS = ("request_throughput_per_s", "output_throughput_tokens_per_s",
+                   "ttft_median_s", "ttft_p99_s", "tpot_median_s", "tpot_p99_s",
+                   "itl_median_s", "itl_p99_s", "e2el_median_s", "e2el_p99_s")
+LATENCY_COLUMNS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2el_s": "E2E latency"}
+
+
+def choose_run(url: str, key: str, label: str, default: int | None) -> int:
+    """A run id from the query parameter ``key`` (kept in sync), else ``default``."""
+    start = ui.query_int(key) or default
+    if start is None:
+        st.info("No run to show.")
+        st.stop()
+    chosen = int(st.number_input(label, min_value=1, value=start, step=1, key=f"input_{key}"))
+    if st.query_params.get(key) != str(chosen):
+        st.query_params[key] = str(chosen)
+    return chosen
+
+
+def load_or_stop(url: str, run_id: int) -> RunDetail:
+    try:
+        return data.load_run_detail(url, run_id)
+    except NotFoundError as exc:
+        st.error(str(exc))
+        st.stop()
+
+
+def summary_table(workloads: pd.DataFrame) -> pd.DataFrame:
+    """The workload summaries with latencies in ms and readable column names."""
+    table = workloads[["workload", "concurrency", "completed", "failed"]].copy()
+    for name in SUMMARY_METRICS:
+        unit = display_unit(name)
+        values = workloads[name] if name in workloads else pd.Series(
+            [None] * len(workloads), dtype="float64")
+        table[f"{metric_label(name)} ({unit.label})"] = values * unit.scale
+    table["duration (s)"] = workloads["duration_s"]
+    table["tokens counted by"] = workloads["output_tokens_source"]
+    table["errors"] = workloads["errors"]
+    return table
+
+
+def shown_metric_name(name: str) -> str:
+    return f"{metric_label(name)} ({display_unit(name).label})" if name in REGISTRY else name
+
+
+def gpu_frame(run: RunResult) -> pd.DataFrame:
+    """Every NVML sample of every workload: workload, gpu, t_s, memory (GiB), utilisation."""
+    rows = [
+        (workload.name, sample.gpu_index, sample.t_s,
+         None if sample.memory_used_bytes is None else sample.memory_used_bytes / 2**30,
+         sample.gpu_util_pct, sample.power_w)
+        for workload in run.workloads
+        if workload.gpu is not None
+        for sample in workload.gpu.samples
+    ]
+    return pd.DataFrame(rows, columns=["workload", "gpu", "t_s", "memory_gib", "gpu_util_pct",
+                                       "power_w"])
+
+
+def telemetry_notes(run: RunResult) -> list[str]:
+    """Why GPU or server telemetry is missing, per workload (plain text)."""
+    notes = []
+    for workload in run.workloads:
+        for name, telemetry in (("GPU", workload.gpu),
+                                ("server metrics", workload.server)):
+            if telemetry is None:
+                notes.append(f"{workload.name}: {name} not collected")
+            elif not telemetry.measured:
+                notes.append(f"{workload.name}: {name} not measured ({telemetry.reason})")
+    return notes
+
+
+def server_frame(run: RunResult) -> pd.DataFrame:
+    """The server's /metrics summary per workload: one row per metric, one column per workload."""
+    columns: dict[str, dict[str, float]] = {}
+    for workload in run.workloads:
+        server = workload.server
+        if server is not None and server.measured:
+            columns[workload.name] = dict(server.values)
+    frame = pd.DataFrame(columns)
+    return frame.rename_axis("metric").reset_index() if not frame.empty else frame
+
+
+def quality_frame(run: RunResult) -> pd.DataFrame:
+    if run.quality is None:
+        return pd.DataFrame()
+    return pd.DataFrame([
+        {"item": item.item_id, "scorer": item.scorer, "score": item.score,
+         "changed": item.changed, "answer": item.output, "error": item.error}
+        for item in run.quality.items])

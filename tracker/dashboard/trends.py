@@ -1,0 +1,112 @@
+"""Trend series shaping: series labels, display units, the noise band, config version changes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from tracker.dashboard.diffs import compute_diff, render_diff_lines
+from tracker.metrics import REGISTRY, Direction
+
+SERIES_KEYS = ["config", "suite", "workload"]
+NOISE_WINDOW_RUNS = 10
+NOISE_MIN_RUNS = 4
+NOISE_SIGMAS = 2.0
+LATENCY_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
+STAT_LABELS = {"mean": "mean", "median": "median (p50)", "std": "std", "p90": "p90", "p99": "p99"}
+THROUGHPUT_LABELS = {
+    "request_throughput_per_s": "request throughput",
+    "output_throughput_tokens_per_s": "output token throughput",
+    "total_token_throughput_tokens_per_s": "total token throughput",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DisplayUnit:
+    label: str  # "ms", "tokens/s", ...
+    scale: float  # stored value x scale = displayed value
+
+
+def display_unit(metric: str) -> DisplayUnit:
+    unit = REGISTRY[metric].unit
+    return DisplayUnit("ms", 1000.0) if unit == "s" else DisplayUnit(unit, 1.0)
+
+
+def split_latency(metric: str) -> tuple[str, str] | None:
+    """``"scheduled_ttft_p99_s"`` -> ``("scheduled_ttft", "p99")``; None for other metrics."""
+    if not metric.endswith("_s"):
+        return None
+    key, _, stat = metric[:-2].rpartition("_")
+    return (key, stat) if key and stat in STAT_LABELS else None
+
+
+def latency_label(key: str) -> str:
+    if key.startswith("scheduled_"):
+        return f"scheduled {latency_label(key.removeprefix('scheduled_'))}"
+    return LATENCY_LABELS.get(key, key.replace("_", " "))
+
+
+def metric_label(metric: str) -> str:
+    if metric in THROUGHPUT_LABELS:
+        return THROUGHPUT_LABELS[metric]
+    latency = split_latency(metric)
+    if latency is not None:
+        return f"{latency_label(latency[0])} {STAT_LABELS[latency[1]]}"
+    return metric.removesuffix("_per_s").replace("_", " ")
+
+
+def lower_is_better(metric: str) -> bool:
+    return REGISTRY[metric].direction is Direction.LOWER_IS_BETTER
+
+
+def series_label(config: str, suite: str, workload: str) -> str:
+    return f"{config} · {suite} · {workload}"
+
+
+def shape_trend(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Add the series label, the displayed value and the noise band, per series, oldest first."""
+    unit = display_unit(metric)
+    shaped = frame.copy()
+    shaped["series"] = [series_label(c, s, w) for c, s, w in
+                        zip(shaped["config"], shaped["suite"], shaped["workload"], strict=True)]
+    shaped["shown"] = shaped["value"] * unit.scale
+    shaped = shaped.sort_values(["series", "started_at", "run_id"], kind="stable")
+    grouped = shaped.groupby("series", sort=False)["shown"]
+    # The band around a run comes from the runs before it, so a jump lands outside its band.
+    previous = grouped.shift(1)
+    rolling = previous.groupby(shaped["series"], sort=False).rolling(
+        NOISE_WINDOW_RUNS, min_periods=NOISE_MIN_RUNS)
+    center = rolling.median().reset_index(level=0, drop=True)
+    spread = rolling.std(ddof=0).reset_index(level=0, drop=True)
+    shaped["band_center"] = center
+    shaped["band_low"] = center - NOISE_SIGMAS * spread
+    shaped["band_high"] = center + NOISE_SIGMAS * spread
+    return shaped.reset_index(drop=True)
+
+
+def find_version_changes(shaped: pd.DataFrame,
+                         bodies: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """Runs whose config version differs from the previous run of the same series.
+
+    ``bodies`` is config name -> version -> canonical body; the ``diff`` column holds plain
+    text lines for the hover.
+    """
+    previous = shaped.groupby("series", sort=False)["config_version"].shift(1)
+    changed = shaped[previous.notna() & (previous != shaped["config_version"])].copy()
+    changed["previous_version"] = previous[changed.index]
+    changed["diff"] = [
+        _diff_text(bodies.get(config, {}), old, new)
+        for config, old, new in zip(changed["config"], changed["previous_version"],
+                                    changed["config_version"], strict=True)
+    ]
+    return changed
+
+
+def _diff_text(versions: Mapping[str, Mapping[str, Any]], old: str, new: str) -> str:
+    if old not in versions or new not in versions:
+        return "(config bodies not stored)"
+    lines = render_diff_lines(compute_diff(versions[old], versions[new]))
+    return "\n".join(lines) if lines else "(no difference in the canonical body)"

@@ -1,0 +1,87 @@
+"""The Trends page's controls and the markers drawn on its chart."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import streamlit as st
+
+from tracker.dashboard import data
+from tracker.dashboard.trends import (
+    STAT_LABELS,
+    find_version_changes,
+    latency_label,
+    metric_label,
+    split_latency,
+)
+from tracker.dashboard.verdicts import compute_change_points
+from tracker.store.queries import TrendOptions
+
+OTHER = "other"
+WINDOWS = {"last 30 days": 30, "last 90 days": 90, "last year": 365, "everything": None}
+
+
+def metric_families(metrics: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Latency families (``ttft``, ``scheduled_ttft``, ...) and the other metrics."""
+    families: list[str] = []
+    others: list[str] = []
+    for metric in metrics:
+        latency = split_latency(metric)
+        if latency is None:
+            others.append(metric)
+        elif latency[0] not in families:
+            families.append(latency[0])
+    return families, others
+
+
+def _metric_controls(default_metric: str, metrics: tuple[str, ...]) -> str:
+    latencies, others = metric_families(metrics)
+    families = [*latencies, OTHER]
+    default = split_latency(default_metric)
+    default_family = default[0] if default and default[0] in latencies else OTHER
+    left, right = st.columns([1, 2])
+    family = left.selectbox("Metric", families, index=families.index(default_family),
+                            format_func=lambda f: "throughput and SLOs" if f == OTHER
+                            else latency_label(f), key="trend_family")
+    if family == OTHER:
+        chosen = right.radio("Measure", others, format_func=metric_label, horizontal=True,
+                             key="trend_other")
+        return str(chosen)
+    stats = list(STAT_LABELS)
+    default_stat = default[1] if default else "p99"
+    stat = right.radio("Statistic", stats, index=stats.index(default_stat), horizontal=True,
+                       format_func=STAT_LABELS.__getitem__, key="trend_stat")
+    return f"{family}_{stat}_s"
+
+
+def choose_selection(options: TrendOptions) -> tuple[data.TrendSelection, bool]:
+    """Draw the controls; the selection they describe and whether to draw the noise band."""
+    default = data.default_trend_selection(options)
+    metric = _metric_controls(default.metric, options.metrics)
+    left, middle, right = st.columns(3)
+    configs = left.multiselect("Configs", options.configs, default=list(default.configs),
+                               key="trend_configs")
+    suites = middle.multiselect("Suites", options.suites, default=list(default.suites),
+                                key="trend_suites")
+    names = list(dict.fromkeys(w for s in suites for w in options.workloads.get(s, ())))
+    workloads = right.multiselect("Workloads", names, default=names,
+                                  placeholder="every workload", key="trend_workloads")
+    left, right = st.columns([1, 2])
+    window = left.selectbox("Time", list(WINDOWS), index=len(WINDOWS) - 1, key="trend_window")
+    show_band = right.toggle("Noise band", value=True, key="trend_band")
+    days = WINDOWS[window]
+    since = None if days is None else \
+        datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=days)
+    chosen = tuple(workloads) if workloads and len(workloads) < len(names) else None
+    return data.TrendSelection(metric, tuple(configs), tuple(suites), chosen, since), show_band
+
+
+def version_changes(url: str, shaped: pd.DataFrame, configs: tuple[str, ...]) -> pd.DataFrame:
+    bodies = data.load_config_bodies(url, configs)
+    return find_version_changes(shaped, bodies)
+
+
+def detect_changes(shaped: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Change points per series (``tracker.analysis``), as chart markers."""
+    return compute_change_points(shaped.assign(metric=metric))

@@ -1,0 +1,92 @@
+"""The Regressions page's pieces: the table, one record's story, and the triage form."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from tracker.dashboard import data, ui
+from tracker.dashboard.pages import page
+from tracker.dashboard.trends import display_unit, metric_label
+from tracker.store.regressions import RegressionStatus
+
+FLASH_KEY = "triage_flash"
+STATUS_HELP = {
+    "open": "new: someone should look",
+    "acknowledged": "someone is looking",
+    "expected": "a known trade-off (say why in the note)",
+    "fixed": "the level is back",
+}
+
+
+def regression_table(frame: pd.DataFrame) -> pd.DataFrame:
+    table = frame[["id", "status", "config", "suite", "workload"]].copy()
+    table["metric"] = frame["metric"].map(metric_label)
+    table["change %"] = frame["rel_change"] * 100.0
+    table["direction"] = frame["regressed"].map(
+        lambda r: "worse" if r is True else "better" if r is False else "unknown")
+    table["run"] = frame["run_id"]
+    table["detected (UTC)"] = frame["detected_at"]
+    table["note"] = frame["note"]
+    return table
+
+
+def describe(row: Mapping[Hashable, Any]) -> str:
+    """One plain-text line: the series and the size of the change."""
+    rel = row["rel_change"]
+    change = "" if rel is None or pd.isna(rel) else f" {rel * 100:+.1f}%"
+    return (f"{row['config']} · {row['suite']} · {row['workload']} · "
+            f"{metric_label(str(row['metric']))}{change}")
+
+
+def regression_link(regression_id: int, label: str) -> None:
+    st.page_link(page("regressions").path, label=label, icon=":material/flag:",
+                 query_params={"id": str(regression_id)})
+
+
+def show_record(record: Mapping[Hashable, Any]) -> None:
+    """One regression: the series, the size of the change, its first run and what changed."""
+    metric = str(record["metric"])
+    unit = display_unit(metric)
+    st.subheader(f"Regression {int(record['id'])} · {ui.md_escape(record['status'])}")
+    st.text(f"{record['config']} · {record['suite']} · {record['workload']} · "
+            f"{metric_label(metric)}")
+    before, after = record["before"] * unit.scale, record["after"] * unit.scale
+    rel = record["rel_change"]
+    left, middle, right = st.columns(3)
+    left.metric("before (median)", f"{before:.4g} {unit.label}")
+    middle.metric("after (median)", f"{after:.4g} {unit.label}",
+                  delta=None if pd.isna(rel) else f"{rel * 100:+.1f}%",
+                  delta_color="inverse" if unit.label == "ms" else "normal")
+    right.metric("detected (UTC)", f"{record['detected_at']:%Y-%m-%d %H:%M}")
+    if record["attribution"]:
+        st.caption("What changed around it")
+        st.text(str(record["attribution"]))
+    if not pd.isna(record["run_id"]):
+        ui.run_link(int(record["run_id"]), f"Open run #{int(record['run_id'])}, the first run "
+                    "of the new level")
+
+
+def triage_form(url: str, record: Mapping[Hashable, Any]) -> None:
+    """Acknowledge, mark expected or fixed, with a note; written through the store."""
+    statuses = [status.value for status in RegressionStatus]
+    with st.form(f"triage_{int(record['id'])}"):
+        status = st.radio("Status", statuses, index=statuses.index(str(record["status"])),
+                          horizontal=True, key="triage_status",
+                          format_func=lambda s: f"{s} ({STATUS_HELP.get(s, '')})")
+        note = st.text_area("Note", value=str(record["note"] or ""), key="triage_note",
+                            placeholder="why it is expected, the fix, the issue link…")
+        if st.form_submit_button("Save", type="primary"):
+            data.save_regression_status(url, int(record["id"]), str(status), note)
+            st.session_state[FLASH_KEY] = f"Saved: regression {int(record['id'])} is {status}."
+            st.rerun()
+
+
+def show_flash() -> None:
+    """The confirmation of the last save, once, after the rerun that shows its effect."""
+    message = st.session_state.pop(FLASH_KEY, None)
+    if message:
+        st.success(str(message), icon=":material/check:")

@@ -1,0 +1,100 @@
+"""Verdicts for the Compare page and change points for Trends, from ``tracker.analysis``.
+
+Only analysis decides "regression": this module gathers the samples it needs and turns its
+answers into frames. Per-request samples above ``MAX_SAMPLES`` (chunk gaps, mostly) are cut to
+a seeded random sample of that size so a page answers in time; the table says when.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+
+from tracker.analysis import Verdict, compare_samples, detect_change_points
+from tracker.dashboard.trends import display_unit, lower_is_better
+from tracker.results import RunResult, WorkloadResult
+
+VERDICT_LATENCIES = ("ttft", "tpot", "itl", "e2el")
+VERDICT_STATISTICS = ("median", "p99")
+VERDICT_THROUGHPUTS = ("request_throughput_per_s", "output_throughput_tokens_per_s")
+MAX_SAMPLES = 1000
+RESAMPLES = 400
+VERDICT_COLUMNS = ["workload", "metric", "outcome", "rel_change", "ci_low", "ci_high",
+                   "p_value", "samples", "reason"]
+
+
+def request_samples(workload: WorkloadResult, key: str) -> list[float]:
+    """Per-request values of latency ``key`` over the workload's successful requests."""
+    records = [r for r in workload.records if r.ok]
+    if key == "itl":
+        return [gap for record in records for gap in record.itl_s]
+    values = (getattr(record, f"{key}_s") for record in records)
+    return [float(v) for v in values if v is not None]
+
+
+def _capped(values: list[float]) -> list[float]:
+    if len(values) <= MAX_SAMPLES:
+        return values
+    return random.Random(len(values)).sample(values, MAX_SAMPLES)
+
+
+def _row(workload: str, metric: str, verdict: Verdict, samples: str) -> tuple[object, ...]:
+    low, high = verdict.ci if verdict.ci is not None else (None, None)
+    return (workload, metric, verdict.outcome.value, verdict.rel_change, low, high,
+            verdict.p_value, samples, verdict.reason)
+
+
+def compute_verdicts(base: RunResult, head: RunResult) -> pd.DataFrame:
+    """The analysis' verdict on each headline metric of every workload the runs share."""
+    heads = {w.name: w for w in head.workloads}
+    rows = []
+    for workload in base.workloads:
+        other = heads.get(workload.name)
+        if other is None:
+            continue
+        for key in VERDICT_LATENCIES:
+            before, after = request_samples(workload, key), request_samples(other, key)
+            note = f"{len(before)} vs {len(after)}"
+            if max(len(before), len(after)) > MAX_SAMPLES:
+                note += f" (random {MAX_SAMPLES} per side)"
+            before, after = _capped(before), _capped(after)
+            for statistic in VERDICT_STATISTICS:
+                metric = f"{key}_{statistic}_s"
+                verdict = compare_samples(before, after, lower_is_better=True,
+                                          statistic=statistic, resamples=RESAMPLES)
+                rows.append(_row(workload.name, metric, verdict, note))
+        for metric in VERDICT_THROUGHPUTS:
+            rows.extend(_throughput_row(workload, other, metric))
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _throughput_row(base: WorkloadResult, head: WorkloadResult,
+                    metric: str) -> list[tuple[object, ...]]:
+    attribute = {"request_throughput_per_s": "request_throughput_per_s",
+                 "output_throughput_tokens_per_s": "output_throughput_tokens_per_s"}[metric]
+    before = getattr(base.summary, attribute)
+    after = getattr(head.summary, attribute)
+    if before is None or after is None:
+        return []
+    verdict = compare_samples([[before]], [[after]], lower_is_better=lower_is_better(metric),
+                              statistic="mean")
+    return [_row(base.name, metric, verdict, "1 run vs 1 run")]
+
+
+def compute_change_points(shaped: pd.DataFrame) -> pd.DataFrame:
+    """Change points of every series in a shaped trend frame, as chart markers."""
+    rows = []
+    for _series, points in shaped.groupby("series", sort=False):
+        ordered = points.sort_values(["started_at", "run_id"])
+        values = [float(v) for v in ordered["shown"]]
+        for point in detect_change_points(values):
+            at = ordered.iloc[point.index]
+            unit = display_unit(str(at["metric"])) if "metric" in at else None
+            label = unit.label if unit else ""
+            change = "" if point.rel_change is None else f"{point.rel_change * 100:+.1f}% "
+            rows.append((at["started_at"], at["shown"], int(at["run_id"]),
+                         f"change point in {at['series']}: {change}({point.before:.4g} → "
+                         f"{point.after:.4g} {label}) from run #{int(at['run_id'])}, "
+                         f"p={point.p_value:.2g}"))
+    return pd.DataFrame(rows, columns=["started_at", "shown", "run_id", "text"])

@@ -1,0 +1,115 @@
+"""The load generator's part of the result JSON and of the terminal text (an edge: ms here).
+
+Keys follow ``vllm bench serve`` where it has one (``request_rate``, ``burstiness``,
+``max_concurrency``, ``request_goodput``); the scheduled latencies use its key pattern
+(``mean_scheduled_ttft_ms``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tracker.results import LatencyStats, RunResult, WorkloadResult
+
+LOAD_DEFINITIONS = {
+    "scheduled_ttft": "open loop only: time to first token from the request's planned start, so "
+                      "waiting for a concurrency slot, a connection or the client's event loop "
+                      "is not hidden",
+    "scheduled_e2el": "open loop only: end-to-end latency from the request's planned start",
+    "arrivals": "open loop: gaps between planned starts are gamma distributed with shape "
+                "burstiness and mean 1/request_rate (burstiness 1 = Poisson); request_rate "
+                "null = all at once",
+    "request_goodput": "requests per second that met every SLO (slos); TTFT and E2E from the "
+                       "planned start in open loop",
+    "slo_attainment": "share of all requests, failed ones included, that met every SLO",
+    "capacity_at_slo_req_per_s": "sweep: the highest planned request rate whose probe met the "
+                                 "SLOs for at least min_attainment of its requests",
+    "token_count_mismatches": "successful requests whose usage.completion_tokens differs from "
+                              "the content chunks received",
+    "client_bound": "the load generator, not the server, set the pace (requests left late, its "
+                    "event loop lagged, or its CPU was saturated); such a workload is never "
+                    "compared as the server's numbers",
+}
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * 1000.0
+
+
+def _stats_ms(key: str, stats: LatencyStats | None) -> dict[str, float | None]:
+    return {f"{stat}_{key}_ms": _ms(getattr(stats, f"{stat}_s") if stats else None)
+            for stat in ("mean", "median", "std", "p90", "p99")}
+
+
+def render_load_json(result: WorkloadResult) -> dict[str, Any]:
+    """The load shape, open-loop latencies, goodput and client health of one workload."""
+    s, load = result.summary, result.params.get("load") or {}
+    open_loop = load.get("mode") == "open"
+    client = s.client
+    body: dict[str, Any] = {
+        "request_rate": load.get("request_rate") if open_loop else None,
+        "burstiness": load.get("burstiness") if open_loop else None,
+        "max_concurrency": load.get("max_concurrency") if open_loop else None,
+        **_stats_ms("scheduled_ttft", s.scheduled_ttft),
+        **_stats_ms("scheduled_e2el", s.scheduled_e2el),
+        "request_goodput": s.goodput_req_per_s,
+        "slo_attainment": s.slo_attainment,
+        "slos": result.params.get("slos"),
+        "capacity_at_slo_req_per_s": s.capacity_at_slo_req_per_s,
+        "token_count_mismatches": s.token_count_mismatches,
+        "client_bound": result.client_bound,
+        "client_health": None if client is None else {
+            "cpu_fraction": client.cpu_fraction,
+            "loop_lag_p99_ms": _ms(client.loop_lag_p99_s),
+            "loop_lag_max_ms": _ms(client.loop_lag_max_s),
+            "send_lag_p50_ms": _ms(client.send_lag_p50_s),
+            "send_lag_p99_ms": _ms(client.send_lag_p99_s),
+            "send_lag_max_ms": _ms(client.send_lag_max_s),
+            "reason": client.reason,
+        },
+    }
+    if "sweep_result" in result.params:
+        body["sweep"] = result.params["sweep_result"]
+    return body
+
+
+def render_load_label(result: WorkloadResult) -> str:
+    """The ``conc`` column: the concurrency, or the open-loop rate."""
+    load = result.params.get("load") or {}
+    if load.get("mode") != "open":
+        return str(result.concurrency)
+    rate = load.get("request_rate")
+    label = "inf" if rate is None else f"{rate:g}/s"
+    if load.get("max_concurrency"):
+        label += f" max{load['max_concurrency']}"
+    return label
+
+
+def render_load_lines(workloads: Sequence[WorkloadResult]) -> list[str]:
+    """Goodput, capacity and client-bound lines for the text report."""
+    lines: list[str] = []
+    for w in workloads:
+        s = w.summary
+        if s.capacity_at_slo_req_per_s is not None or "sweep_result" in w.params:
+            capacity = s.capacity_at_slo_req_per_s
+            lines.append(f"{w.name}: capacity at SLO "
+                         + (f"{capacity:g} req/s" if capacity is not None
+                            else "not found (no probed rate met the SLOs)"))
+        elif s.goodput_req_per_s is not None and s.slo_attainment is not None:
+            lines.append(f"{w.name}: goodput {s.goodput_req_per_s:.2f} req/s "
+                         f"({s.slo_attainment:.0%} of requests met the SLOs)")
+        if s.scheduled_ttft is not None and s.ttft is not None:
+            lines.append(f"{w.name}: TTFT p99 from the planned start "
+                         f"{s.scheduled_ttft.p99_s * 1000:.1f} ms (from the send "
+                         f"{s.ttft.p99_s * 1000:.1f} ms)")
+        if s.token_count_mismatches:
+            lines.append(f"{w.name}: {s.token_count_mismatches} requests where the server's token "
+                         "count differs from the chunks received")
+        if w.client_bound and s.client is not None:
+            lines.append(f"CLIENT-BOUND {w.name}: {s.client.reason}")
+    return lines
+
+
+def render_run_load_lines(run: RunResult) -> list[str]:
+    return render_load_lines(run.workloads)

@@ -1,0 +1,21 @@
+"""Output quality: fixed JSONL sets of prompts with one right answer, scorers, accuracy, drift.
+
+``sets`` (the item model) → ``loading`` (a file) → ``client`` (ask the target) → ``scorers`` →
+``stats`` (accuracy with a Wilson interval, drift from a baseline run's answers).
+"""
+
+from tracker.quality.loading import load_quality_set
+from tracker.quality.scorers import score_output
+from tracker.quality.sets import QualityItem, QualitySet, QualitySetError
+from tracker.quality.stats import compute_drift, compute_quality_result, compute_wilson_interval
+
+__all__ = [
+    "QualityItem",
+    "QualitySet",
+    "QualitySetError",
+    "compute_drift",
+    "compute_quality_result",
+    "compute_wilson_interval",
+    "load_quality_set",
+    "score_output",
+]

@@ -1,0 +1,159 @@
+"""Quality sets: JSONL files of prompts with one right answer each, checked once at load.
+
+One JSON object a line (blank lines and lines starting with ``//`` are skipped)::
+
+    {"id": "add-1", "prompt": "What is 17 + 25? Answer with the number only.",
+     "expected": 42, "scorer": "numeric", "params": {"tolerance": 0}}
+
+- ``id``: unique in the set (answers are matched by it across runs, for the drift);
+- ``prompt``: sent as the only user message, at temperature 0;
+- ``expected`` and ``scorer``: ``exact``/``contains`` (text), ``regex`` (a pattern searched in the
+  answer), ``numeric`` (a number; ``params``: ``tolerance``, ``relative_tolerance``), ``choice``
+  (one letter; ``params``: ``options``, default ``ABCD``), ``json`` (a schema, see
+  ``tracker.quality.jsonschema``). Text scorers take ``params.case_sensitive`` (default false);
+- ``answer`` (optional): a reference answer. Loading checks that it passes its own scorer; the
+  simulator says it when it answers the item right;
+- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item.
+
+A set's version is the sha256 of its items in canonical JSON, so any change to an item changes
+the version of every suite that uses the set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+
+from tracker.errors import ConfigError
+from tracker.quality.jsonschema import check_schema
+
+ScorerName = Literal["exact", "contains", "regex", "numeric", "choice", "json"]
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+
+
+class QualitySetError(ConfigError):
+    """A quality set file is missing or one of its items is invalid."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextParams(_Strict):
+    case_sensitive: bool = False
+
+
+class NumericParams(_Strict):
+    tolerance: NonNegativeFloat = 0.0  # absolute
+    relative_tolerance: NonNegativeFloat = 0.0  # of |expected|
+
+
+class ChoiceParams(_Strict):
+    options: str = Field(default="ABCD", pattern=r"^[A-Z]{2,26}$")
+
+
+class JsonParams(_Strict):
+    pass
+
+
+PARAMS: dict[str, type[_Strict]] = {
+    "exact": TextParams, "contains": TextParams, "regex": TextParams,
+    "numeric": NumericParams, "choice": ChoiceParams, "json": JsonParams,
+}
+
+
+class QualityItem(_Strict):
+    id: str = Field(pattern=ID_PATTERN, max_length=200)
+    prompt: str = Field(min_length=1)
+    expected: str | int | float | dict[str, Any]
+    scorer: ScorerName
+    params: dict[str, Any] = Field(default_factory=dict)
+    answer: str | None = None
+    max_tokens: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _fits_scorer(self) -> QualityItem:
+        PARAMS[self.scorer].model_validate(self.params)
+        expected = self.expected
+        if self.scorer == "json":
+            check_schema(expected, "expected")
+        elif isinstance(expected, dict):
+            raise ValueError(f"expected: a {self.scorer} item expects text or a number, not an "
+                             "object (only scorer 'json' takes a schema)")
+        elif self.scorer == "numeric" and isinstance(expected, str):
+            raise ValueError(f"expected: scorer 'numeric' needs a number (got {expected!r})")
+        elif self.scorer == "choice":
+            options = ChoiceParams.model_validate(self.params).options
+            if not (isinstance(expected, str) and len(expected) == 1 and expected in options):
+                raise ValueError(f"expected: one of the letters {options} (got {expected!r})")
+        elif self.scorer == "regex":
+            try:
+                re.compile(str(expected))
+            except re.error as exc:
+                raise ValueError(f"expected: not a regular expression: {exc}") from None
+        return self
+
+    @property
+    def reference_answer(self) -> str | None:
+        """What a right answer looks like: ``answer``, else ``expected`` where that is one."""
+        if self.answer is not None:
+            return self.answer
+        if self.scorer in ("regex", "json"):
+            return None
+        return str(self.expected)
+
+
+@dataclass(frozen=True, slots=True)
+class QualitySet:
+    name: str  # the file's stem
+    version: str  # sha256 of the items' canonical JSON
+    path: str
+    items: tuple[QualityItem, ...]
+
+    @property
+    def short_version(self) -> str:
+        return self.version[:12]
+
+
+def compute_set_version(items: tuple[QualityItem, ...]) -> str:
+    canonical = [item.model_dump(mode="json", exclude_defaults=True) for item in items]
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _validation_message(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    loc = ".".join(str(part) for part in error["loc"]) or "(item)"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = f"unknown key; allowed: {', '.join(QualityItem.model_fields)}"
+    return f"{loc}: {message}"
+
+
+def parse_quality_item(line: str, where: str) -> QualityItem:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise QualitySetError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); "
+                              "each line must be one JSON object") from None
+    if not isinstance(data, Mapping):
+        raise QualitySetError(f"{where}: each line must be a JSON object "
+                              f"(got {type(data).__name__})")
+    try:
+        return QualityItem.model_validate(data)
+    except ValidationError as exc:
+        raise QualitySetError(f"{where}: {_validation_message(exc)}") from None

@@ -1,0 +1,75 @@
+"""Accuracy with a Wilson score interval, and the drift of answers from a baseline run (pure).
+
+- accuracy: right answers / answered items (an item whose request failed is not answered; it
+  shows in ``items`` with its error and counts in neither);
+- the Wilson interval (95 % by default) stays inside [0, 1] and is honest for 0 or n successes,
+  where the normal approximation collapses to a point;
+- drift: among items answered both now and in the baseline run (matched by id), the share whose
+  answer text changed (compared after collapsing whitespace). It shows answers that flipped even
+  when the accuracy holds — an fp8 KV cache that turns "Paris" into "Lyon" on one item and "Lyon"
+  into "Paris" on another.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from tracker.quality.sets import QualitySet
+from tracker.results import QualityItemResult, QualityResult
+
+Z_95 = 1.959963984540054
+
+
+def compute_wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion; n must be > 0."""
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n > 0 (got {successes}, {n})")
+    p = successes / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def compute_quality_result(quality_set: QualitySet,
+                           items: Sequence[QualityItemResult]) -> QualityResult:
+    answered = [item for item in items if item.score is not None]
+    correct = sum(1 for item in answered if item.score == 1.0)
+    accuracy = low = high = None
+    if answered:
+        accuracy = correct / len(answered)
+        low, high = compute_wilson_interval(correct, len(answered))
+    return QualityResult(
+        set_name=quality_set.name, set_version=quality_set.version, items=tuple(items),
+        answered=len(answered), correct=correct, accuracy=accuracy,
+        accuracy_ci_low=low, accuracy_ci_high=high,
+    )
+
+
+def _same_answer(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+def compute_drift(result: QualityResult, baseline: Mapping[str, str | None],
+                  baseline_run_id: int) -> QualityResult:
+    """``result`` with each item's ``changed`` and the run's drift against a baseline's answers.
+
+    ``baseline`` maps item id to that run's answer (None when it was not answered there).
+    """
+    items: list[QualityItemResult] = []
+    compared = changed = 0
+    for item in result.items:
+        before = baseline.get(item.item_id)
+        if item.output is None or before is None:
+            items.append(replace(item, changed=None))
+            continue
+        differs = not _same_answer(item.output, before)
+        compared += 1
+        changed += differs
+        items.append(replace(item, changed=differs))
+    drift = changed / compared if compared else None
+    return replace(result, items=tuple(items), drift=drift,
+                   drift_baseline_run_id=baseline_run_id if compared else None,
+                   drift_compared=compared)

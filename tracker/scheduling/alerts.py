@@ -1,0 +1,252 @@
+"""Regression alerts: a Slack-compatible webhook after a run that opened a regression.
+
+Only the analysis decides "regression"; this module turns its findings into a message and
+delivers it. Delivery is never fatal: each attempt is retried on network errors, timeouts, 429
+and 5xx, and the outcome (sent or failed, with the reason) is logged and stored in
+``alert_deliveries``. The webhook URL is a secret (Slack's carries its token): it is read from an
+environment variable and only its scheme and host are ever stored or shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker.aio import run_async
+from tracker.errors import ConfigError
+from tracker.results import RunResult
+from tracker.store.queue import AlertDelivery, save_alert_delivery
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_ENV = "TRACKER_ALERT_WEBHOOK_URL"
+RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionAlert:
+    """One regression a run opened, as the analysis reported it."""
+
+    run_id: int
+    config: str  # name@short version
+    suite: str
+    metric: str  # e.g. ttft_p99_s
+    rel_change: float | None  # +0.12: 12 % higher than before; None: not reported
+    interval: tuple[float, float] | None = None  # confidence interval of rel_change
+    before: float | None = None
+    after: float | None = None
+    unit: str = ""
+    workload: str | None = None
+    config_diff: tuple[str, ...] = ()  # "engine.max_num_seqs: 256 -> 128"; empty: nothing changed
+    dashboard_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    url: str = field(repr=False)  # a secret: never printed, logged or stored
+    timeout_s: float = 10.0
+    attempts: int = 3
+    backoff_s: float = 1.0  # doubled after each failed attempt
+
+    @property
+    def destination(self) -> str:
+        return describe_destination(self.url)
+
+
+def describe_destination(url: str) -> str:
+    """scheme://host[:port] of a webhook URL: what may be shown and stored."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}:{parts.port}" if parts.port else f"{parts.scheme}://{host}"
+
+
+def load_webhook(env_name: str = WEBHOOK_ENV, *, timeout_s: float = 10.0, attempts: int = 3,
+                 backoff_s: float = 1.0) -> WebhookSettings | None:
+    """The webhook named by an environment variable; None when it is unset (no alerts)."""
+    value = os.environ.get(env_name, "").strip()
+    if not value:
+        return None
+    if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname:
+        raise ConfigError(f"${env_name}: not an http(s) URL (value hidden); export the webhook "
+                          "URL, e.g. the Slack incoming-webhook URL")
+    return WebhookSettings(value, timeout_s, attempts, backoff_s)
+
+
+# --- the message ---------------------------------------------------------------------------
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:+.1f}%"
+
+
+def render_alert_text(alert: RegressionAlert) -> str:
+    where = f"{alert.config} x {alert.suite}" + (f" / {alert.workload}" if alert.workload else "")
+    change = "change size not reported" if alert.rel_change is None else _percent(alert.rel_change)
+    if alert.interval is not None:
+        change += f" (95% CI {_percent(alert.interval[0])} to {_percent(alert.interval[1])})"
+    values = ""
+    if alert.before is not None and alert.after is not None:
+        values = f": {alert.before:.4g} → {alert.after:.4g} {alert.unit}".rstrip()
+    diff = "; ".join(alert.config_diff) if alert.config_diff else "no config change"
+    link = f"\n<{alert.dashboard_url}|open in the dashboard>" if alert.dashboard_url else ""
+    return (f":rotating_light: Regression in *{alert.metric}* on {where}: {change}{values}\n"
+            f"run {alert.run_id}; config diff: {diff}{link}")
+
+
+def render_slack_payload(alert: RegressionAlert) -> dict[str, Any]:
+    """Slack-compatible JSON (``text`` for every client, ``blocks`` for Slack)."""
+    text = render_alert_text(alert)
+    return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
+
+
+# --- delivery ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    ok: bool
+    http_status: int | None
+    error: str | None
+    retry: bool
+
+
+async def _post_once(client: aiohttp.ClientSession, url: str, payload: Mapping[str, Any]
+                     ) -> _Attempt:
+    try:
+        async with client.post(url, json=payload) as response:
+            await response.read()
+            if 200 <= response.status < 300:
+                return _Attempt(True, response.status, None, False)
+            return _Attempt(False, response.status, f"HTTP {response.status}",
+                            response.status in RETRY_STATUSES)
+    except TimeoutError:
+        return _Attempt(False, None, "timeout", True)
+    except aiohttp.ClientError as exc:
+        return _Attempt(False, None, f"{type(exc).__name__}: {exc}".replace(url, "<webhook>"), True)
+
+
+async def post_webhook(settings: WebhookSettings, payload: Mapping[str, Any]
+                       ) -> tuple[_Attempt, int]:
+    """POST with retries; returns the last attempt and the number made."""
+    timeout = aiohttp.ClientTimeout(total=settings.timeout_s)
+    delay_s = settings.backoff_s
+    attempt = _Attempt(False, None, "not attempted", False)
+    async with aiohttp.ClientSession(timeout=timeout) as client:
+        for number in range(1, max(1, settings.attempts) + 1):
+            attempt = await _post_once(client, settings.url, payload)
+            if attempt.ok or not attempt.retry or number == settings.attempts:
+                return attempt, number
+            await asyncio.sleep(delay_s)
+            delay_s *= 2
+    return attempt, max(1, settings.attempts)
+
+
+def deliver_alerts(engine: Engine, alerts: Sequence[RegressionAlert],
+                   settings: WebhookSettings) -> list[AlertDelivery]:
+    """Send each alert and record the outcome; never raises for a failed delivery."""
+    deliveries: list[AlertDelivery] = []
+    for alert in alerts:
+        payload = render_slack_payload(alert)
+        attempt, count = run_async(post_webhook(settings, payload))
+        delivery = AlertDelivery(alert.run_id, settings.destination,
+                                 "sent" if attempt.ok else "failed", count, attempt.http_status,
+                                 attempt.error, {"alert": _alert_json(alert), "message": payload},
+                                 datetime.now(UTC))
+        if attempt.ok:
+            log.info("alert for run %d (%s) sent to %s", alert.run_id, alert.metric,
+                     settings.destination)
+        else:
+            log.error("alert for run %d (%s) to %s failed after %d attempts: %s", alert.run_id,
+                      alert.metric, settings.destination, count, attempt.error)
+        with Session(engine) as session, session.begin():
+            save_alert_delivery(session, delivery)
+        deliveries.append(delivery)
+    return deliveries
+
+
+def _alert_json(alert: RegressionAlert) -> dict[str, Any]:
+    data = asdict(alert)
+    data["interval"] = list(alert.interval) if alert.interval is not None else None
+    data["config_diff"] = list(alert.config_diff)
+    return data
+
+
+# --- after each run ------------------------------------------------------------------------
+
+RegressionSource = Callable[[Engine, RunResult], Sequence[RegressionAlert]]
+REGRESSIONS_MODULE = "tracker.store.regressions"
+DETECT_HOOK = "open_regressions_for_run"  # (session, run_id) -> records it opened now
+
+
+def analysis_regressions(engine: Engine, run: RunResult) -> list[RegressionAlert]:
+    """The regressions ``run`` opened, as the analysis stored them.
+
+    When ``tracker.store.regressions`` offers ``open_regressions_for_run(session, run_id)`` (the
+    nightly detection for the run's series: stores and returns what is new), it is called.
+    Otherwise the open regression records whose first run of the new level is ``run`` are read
+    with ``fetch_regressions``. Only records in the worse direction (``regressed`` True) alert.
+    Without the analysis store (not built) there is nothing to alert.
+    """
+    try:
+        module = importlib.import_module(REGRESSIONS_MODULE)
+    except ImportError:
+        return []
+    with Session(engine) as session, session.begin():
+        detect = getattr(module, DETECT_HOOK, None)
+        if detect is not None:
+            found = list(detect(session, run.run_id))
+        elif hasattr(module, "fetch_regressions") and hasattr(module, "RegressionStatus"):
+            found = [record for record in module.fetch_regressions(
+                session, status=module.RegressionStatus("open"), limit=1000)
+                if record.run_id == run.run_id]
+        else:
+            return []
+    config = f"{run.config.name}@{run.config.version[:12]}"
+    return [_from_record(run.run_id, config, run.suite.name, item) for item in found
+            if getattr(item, "regressed", True) is True]
+
+
+def _from_record(run_id: int, config: str, suite: str, item: Any) -> RegressionAlert:
+    """A regression record of the analysis (duck-typed: its module is not imported here)."""
+    series = getattr(item, "series", item)
+    interval = getattr(item, "interval", None)
+    attribution = getattr(item, "attribution", None) or ""
+    diff = tuple(line.strip() for line in str(attribution).replace(";", "\n").splitlines()
+                 if line.strip())
+    rel_change = getattr(item, "rel_change", None)
+    return RegressionAlert(
+        run_id=run_id, config=config, suite=suite, metric=str(series.metric),
+        rel_change=float(rel_change) if rel_change is not None else None,
+        interval=(float(interval[0]), float(interval[1])) if interval is not None else None,
+        before=getattr(item, "before", None), after=getattr(item, "after", None),
+        unit=str(getattr(item, "unit", "") or ""), workload=getattr(series, "workload", None),
+        config_diff=diff)
+
+
+def alert_after_run(engine: Engine, run: RunResult, settings: WebhookSettings | None,
+                    source: RegressionSource = analysis_regressions,
+                    dashboard_url: str | None = None) -> list[AlertDelivery]:
+    """The hook a worker calls after each run. Never raises: an alert must not fail a run."""
+    try:
+        alerts = list(source(engine, run))
+        if not alerts or settings is None:
+            return []
+        if dashboard_url:
+            link = dashboard_url.replace("{run_id}", str(run.run_id))
+            alerts = [a if a.dashboard_url else replace(a, dashboard_url=link) for a in alerts]
+        return deliver_alerts(engine, alerts, settings)
+    except Exception:  # the job boundary: log it, keep the run
+        log.exception("alerts for run %d could not be produced or recorded", run.run_id)
+        return []
+

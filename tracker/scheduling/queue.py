@@ -1,0 +1,166 @@
+"""The run queue seen from the scheduler and the workers: enqueue a slot, heartbeat, reap.
+
+A slot enqueues one request per config x suite x repeat, each with the canonical config and suite
+as they were when the slot fired, so a worker on another host needs neither file and every
+repeat of a slot runs the same thing. A (schedule, slot, position) is stored once: a slot fired
+twice still runs once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from tracker.config import LoadedConfig, ServingConfig, build_loaded_config, load_config
+from tracker.errors import ConfigError, TrackerError
+from tracker.scheduling.schedules import build_trigger, compute_slot
+from tracker.store.queue import (
+    NewRequest,
+    ReapedRequest,
+    RunRequest,
+    ScheduleRow,
+    enqueue_requests,
+    fetch_schedule,
+    heartbeat_request,
+    mark_schedule_fired,
+    reap_stale_requests,
+)
+from tracker.suites import LoadedSuite, Suite, build_loaded_suite, load_suite
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_HEARTBEAT_S = 15.0
+DEFAULT_STALE_AFTER_S = 120.0  # no heartbeat for this long: the worker is taken for dead
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def retry_when_locked(action: Callable[[], T], attempts: int = 6, delay_s: float = 0.05) -> T:
+    """Run a transaction again when SQLite answers "database is locked" at once.
+
+    SQLite does not wait (busy timeout or not) when a transaction that has read wants to write
+    while another connection is committing: it fails at once. The transaction was rolled back,
+    so running it again is safe. Other errors, and PostgreSQL, pass straight through.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except OperationalError as exc:
+            if "database is locked" not in str(exc) or attempt == attempts:
+                raise
+            time.sleep(delay_s * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def build_requests(schedule: ScheduleRow) -> list[NewRequest]:
+    """One request per config x suite x repeat, in that order (raises ConfigError)."""
+    configs = [load_config(path) for path in schedule.configs]
+    suites = [load_suite(path) for path in schedule.suites]
+    requests: list[NewRequest] = []
+    for config in configs:
+        for suite in suites:
+            for _ in range(schedule.repeats):
+                requests.append(NewRequest(
+                    position=len(requests), config_name=config.config.name,
+                    config_path=config.path, config_body=dict(config.canonical),
+                    suite_name=suite.suite.name, suite_path=suite.path,
+                    suite_body=dict(suite.canonical), labels=dict(schedule.labels)))
+    return requests
+
+
+def enqueue_schedule(engine: Engine, name: str, *, slot: bool, now: datetime | None = None
+                     ) -> list[int]:
+    """Queue the requests of schedule ``name``: for the slot due at ``now`` (``slot=True``, what
+    the scheduler does), or as a one-off (``run-now``). Returns the ids queued."""
+    now = now or utc_now()
+    with Session(engine) as session:
+        schedule = fetch_schedule(session, name)
+    if schedule is None:
+        raise ConfigError(f"schedule {name!r} not found; list them with `tracker schedule list`")
+    slot_at = compute_slot(build_trigger(schedule.cron, schedule.timezone), now) if slot else None
+    try:
+        requests = build_requests(schedule)
+    except TrackerError as exc:
+        with Session(engine) as session, session.begin():
+            mark_schedule_fired(session, name, now, str(exc))
+        raise
+    with Session(engine) as session, session.begin():
+        ids = enqueue_requests(session, name, slot_at, requests, now)
+        mark_schedule_fired(session, name, now, None)
+    return ids
+
+
+def load_request_inputs(request: RunRequest) -> tuple[LoadedConfig, LoadedSuite]:
+    """The config and suite a request was queued with (its stored canonical forms)."""
+    config = build_loaded_config(ServingConfig.model_validate(request.config_body),
+                                 request.config_path)
+    suite = build_loaded_suite(Suite.model_validate(request.suite_body), request.suite_path)
+    return config, suite
+
+
+def reap_stale(engine: Engine, stale_after_s: float, now: datetime | None = None
+               ) -> list[ReapedRequest]:
+    """Requeue (once) the requests whose worker has been silent for ``stale_after_s``."""
+    now = now or utc_now()
+    with Session(engine) as session, session.begin():
+        reaped = reap_stale_requests(session, now - timedelta(seconds=stale_after_s), now)
+    for item in reaped:
+        log.warning("request %d: worker %s stopped heartbeating; run %s marked %s; request %s",
+                    item.request_id, item.worker_id, item.run_id,
+                    item.run_status.value if item.run_status else "-",
+                    "requeued" if item.requeued else "failed (no attempts left)")
+    return reaped
+
+
+class Heartbeat:
+    """A daemon thread that stamps ``heartbeat_at`` every ``interval_s`` while a request runs.
+
+    ``lost`` is set when the request stopped being this worker's (it was reaped meanwhile).
+    """
+
+    def __init__(self, engine: Engine, request_id: int, worker_id: str, interval_s: float,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self.engine = engine
+        self.request_id = request_id
+        self.worker_id = worker_id
+        self.interval_s = interval_s
+        self.clock = clock
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{request_id}",
+                                        daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                with Session(self.engine) as session, session.begin():
+                    alive = heartbeat_request(session, self.request_id, self.worker_id,
+                                              self.clock())
+            except SQLAlchemyError as exc:  # a missed beat is not fatal; the next one may pass
+                log.warning("request %d: heartbeat failed: %s", self.request_id,
+                            " ".join(str(exc).split())[:200])
+                continue
+            if not alive:
+                log.error("request %d is no longer held by %s (taken for dead and requeued)",
+                          self.request_id, self.worker_id)
+                self.lost.set()
+                return

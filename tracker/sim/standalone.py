@@ -1,0 +1,132 @@
+"""``python -m tracker.sim MODEL [vLLM flags]``: the simulator with ``vllm serve``'s command line.
+
+The vLLM launcher starts it through the very code path that starts ``vllm serve``: the engine
+args arrive as vLLM flags (``--block-size 16 --gpu-memory-utilization 0.9 --quantization awq
+--enable-prefix-caching ...``), the simulator's own settings as ``--sim-*`` flags, and it prints
+the startup lines a vLLM server prints (weights, KV-cache memory and tokens, maximum concurrency,
+the server version and address), so the launcher's log parsing is exercised too. Flags vLLM has
+that the simulator does not model are accepted and named in a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+import tracker
+from tracker.config import EngineArgs, ServingConfig, SimulatorSettings
+from tracker.errors import TrackerError
+from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, GIB, KvCacheSpec, compute_kv_cache_spec
+from tracker.sim.server import serve_forever
+
+_ENGINE_FLAGS = [name for name in EngineArgs.model_fields if name != "extra_args"]
+_SIM_FLAGS = list(SimulatorSettings.model_fields)
+EXIT_BAD_ARGS = 2
+EXIT_START_FAILED = 1
+
+
+def log_line(level: str, text: str) -> str:
+    """A line in vLLM's log format: ``INFO 11-20 10:00:00 [where] text``."""
+    stamp = datetime.now().strftime("%m-%d %H:%M:%S")
+    return f"{level} {stamp} [tracker-sim pid={os.getpid()}] {text}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tracker.sim", description=__doc__)
+    parser.add_argument("model_tag", nargs="?", metavar="MODEL", help="model id (as vllm serve)")
+    parser.add_argument("--model", dest="model_flag", help="model id (instead of MODEL)")
+    parser.add_argument("--served-model-name", help="the id /v1/models lists (default: MODEL)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    for name in _ENGINE_FLAGS:
+        flag = "--" + name.replace("_", "-")
+        if name == "enable_prefix_caching":
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            parser.add_argument(flag, dest=name, default=None)
+    for name in _SIM_FLAGS:
+        parser.add_argument("--sim-" + name.replace("_", "-"), dest=f"sim_{name}", default=None)
+    return parser
+
+
+def _coerce(value: object) -> object:
+    """A flag's text as the number it spells, so ``--block-size 16`` meets ``Literal[16]``."""
+    if not isinstance(value, str):
+        return value
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value
+
+
+def parse_serving_config(argv: Sequence[str]) -> tuple[ServingConfig, str, int, list[str]]:
+    """(config, host, port, flags not modelled); raises ``ValueError`` for a bad value."""
+    args, unknown = build_parser().parse_known_args(list(argv))
+    model = args.served_model_name or args.model_flag or args.model_tag
+    if not model:
+        raise ValueError("no model: give it as `python -m tracker.sim MODEL` or --model MODEL")
+    engine = {n: _coerce(getattr(args, n)) for n in _ENGINE_FLAGS if getattr(args, n) is not None}
+    simulator = {n: _coerce(getattr(args, f"sim_{n}")) for n in _SIM_FLAGS
+                 if getattr(args, f"sim_{n}") is not None}
+    body: dict[str, Any] = {"name": "tracker-sim", "engine": engine,
+                            "target": {"kind": "sim", "model": model, "simulator": simulator}}
+    try:
+        config = ServingConfig.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"{where}: {first['msg']} (got {first.get('input')!r})") from None
+    return config, args.host, args.port, unknown
+
+
+def render_startup_lines(config: ServingConfig, kv: KvCacheSpec, load_s: float) -> list[str]:
+    max_model_len = config.engine.max_model_len or DEFAULT_MAX_MODEL_LEN
+    concurrency = kv.capacity_tokens / max_model_len
+    engine_args = config.engine.model_dump(exclude_none=True, exclude={"extra_args"})
+    return [
+        log_line("INFO", f"tracker-sim API server version {tracker.__version__} "
+                         "(a simulator of vLLM's OpenAI-compatible server)"),
+        log_line("INFO", f"non-default args: {engine_args}"),
+        log_line("INFO", f"Model loading took {kv.weights_bytes / GIB:.2f} GiB memory and "
+                         f"{load_s:.2f} seconds"),
+        log_line("INFO", f"Available KV cache memory: {kv.capacity_bytes / GIB:.2f} GiB"),
+        log_line("INFO", f"GPU KV cache size: {kv.capacity_tokens:,} tokens"),
+        log_line("INFO", f"Maximum concurrency for {max_model_len:,} tokens per request: "
+                         f"{concurrency:.2f}x"),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started_s = time.monotonic()
+    try:
+        config, host, port, unknown = parse_serving_config(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(log_line("ERROR", f"bad arguments: {exc}"), file=sys.stderr, flush=True)
+        return EXIT_BAD_ARGS
+    if unknown:
+        print(log_line("WARNING", f"flags the simulator does not model: {' '.join(unknown)}"),
+              flush=True)
+    try:
+        kv = compute_kv_cache_spec(config.engine, config.simulator)
+        for line in render_startup_lines(config, kv, time.monotonic() - started_s):
+            print(line, flush=True)
+
+        def ready(base_url: str) -> None:
+            print(log_line("INFO", f"Starting tracker-sim API server on {base_url}"), flush=True)
+            print(log_line("INFO", "Application startup complete."), flush=True)
+
+        serve_forever(config, host, port, on_ready=ready)
+    except TrackerError as exc:
+        print(log_line("ERROR", f"engine failed to start: {exc}"), file=sys.stderr, flush=True)
+        return EXIT_START_FAILED
+    print(log_line("INFO", "Shutting down."), flush=True)
+    return 0

@@ -1,0 +1,154 @@
+"""Server-sent events of an OpenAI-compatible stream, scanned per network read.
+
+What the metrics need from a stream is small: which reads carried how many content chunks, the
+server's ``usage``, whether ``[DONE]`` came, and whether anything was wrong. So a read is scanned
+as a block, not event by event:
+
+- the fast path: a block whose every event is ``data: {…}`` with a ``choices`` list, and which
+  holds no ``"usage"``, ``"error"`` or ``[DONE]``, is checked with one regular expression and
+  counted with byte searches (a content chunk is a ``content``/``text``/``reasoning`` value that
+  is not the empty string);
+- everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
+  fast path does not recognise) is parsed line by line with ``json.loads``.
+Both paths give the same counts; tests/test_sse.py checks them against each other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+ERROR_TEXT_LIMIT = 300
+
+_BLOCK = re.compile(rb"(?:data: ?\{[^\n]*\}\r?\n|\r?\n)*")  # object events and blank lines
+_CHOICES = re.compile(rb'"choices"\s*:\s*\[')
+_CONTENT = re.compile(rb'"(?:content|text|reasoning_content|reasoning)"\s*:\s*"(?!")')
+
+
+class StreamError(Exception):
+    """A stream that cannot be measured; ``error_class`` names the kind (data, not a crash)."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+
+
+def error_message(payload: Any) -> str:
+    """The human part of an OpenAI-style error body, cut to a stored length."""
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            return str(error.get("message") or error)[:ERROR_TEXT_LIMIT]
+        return str(error)[:ERROR_TEXT_LIMIT]
+    return str(payload)[:ERROR_TEXT_LIMIT]
+
+
+def _content_of(choice: Any) -> bool:
+    if not isinstance(choice, dict):
+        return False
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        return any(delta.get(key) for key in ("content", "reasoning_content", "reasoning"))
+    return bool(choice.get("text"))
+
+
+class StreamScanner:
+    """Feeds on the bytes of one response, read by read; ``chunk_times`` gets one stamp per chunk."""
+
+    __slots__ = ("chunk_times", "completion_tokens", "done", "end_s", "model", "pending",
+                 "prompt_tokens", "verified")
+
+    def __init__(self) -> None:
+        self.chunk_times: list[float] = []
+        self.completion_tokens: int | None = None
+        self.prompt_tokens: int | None = None
+        self.done = False
+        self.end_s: float | None = None
+        self.model: str | None = None  # the model the server says answered (may differ)
+        self.pending = b""
+        self.verified = False  # one event has been fully parsed (the fast path trusts the rest)
+
+    def feed(self, data: bytes, now: float) -> None:
+        """One network read, stamped ``now``; raises StreamError for a stream that is wrong."""
+        self.end_s = now
+        buffer = self.pending + data if self.pending else data
+        cut = buffer.rfind(b"\n") + 1
+        self.pending = buffer[cut:]
+        if cut:
+            self._scan(buffer[:cut] if cut < len(buffer) else buffer, now)
+
+    def finish(self) -> None:
+        """The body ended: parse a last line that came without a newline."""
+        if self.pending.strip():
+            line, self.pending = self.pending, b""
+            self._slow(line + b"\n", self.end_s or 0.0)
+
+    def _scan(self, block: bytes, now: float) -> None:
+        # usage and [DONE] end a stream: the events from the first of them go to json.loads.
+        # (An error event has no "choices", so the fast path's count check sends it there too;
+        # [DONE] anywhere but the end fails the fast path's pattern.)
+        usage = block.find(b'"usage"')
+        done = block.find(b"[DONE]", max(len(block) - 64, 0))
+        found = [at for at in (usage, done) if at >= 0]
+        if not found:
+            self._fast(block, now)
+            return
+        head = block.rfind(b"\n", 0, min(found)) + 1
+        if head:
+            self._fast(block[:head], now)
+        self._slow(block[head:], now)
+
+    def _fast(self, block: bytes, now: float) -> None:
+        while not self.verified and block:  # parse events until one has been verified
+            first = block.find(b"\n") + 1 or len(block)
+            self._slow(block[:first], now)
+            block = block[first:]
+        if not block:
+            return
+        if _BLOCK.fullmatch(block) is None:
+            self._slow(block, now)
+            return
+        events = block.count(b"data:")
+        if events != block.count(b'"choices":[') and events != len(_CHOICES.findall(block)):
+            self._slow(block, now)  # an event without a choices list, or "data:" in a value
+            return
+        chunks = len(_CONTENT.findall(block))
+        if chunks:
+            self.chunk_times.extend([now] * chunks)
+
+    def _slow(self, block: bytes, now: float) -> None:
+        for raw in block.split(b"\n"):
+            line = raw.strip()
+            if line.startswith(b"data:"):
+                self._event(line[5:].strip(), now)
+            elif line and not line.startswith((b":", b"event:", b"id:", b"retry:")):
+                raise StreamError("malformed_sse", f"not an SSE field: {line[:80]!r}")
+
+    def _event(self, payload: bytes, now: float) -> None:
+        if payload == b"[DONE]":
+            self.done = True
+            return
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
+        if not isinstance(event, dict):
+            raise StreamError("malformed_sse", f"not a JSON object: {payload[:80]!r}")
+        if "error" in event:
+            raise StreamError("stream_error", error_message(event))
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
+            self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
+        choices = event.get("choices")
+        if not isinstance(choices, list):
+            if isinstance(usage, dict) and choices is None:
+                return
+            raise StreamError("no_choices", f"event without a 'choices' list: {payload[:80]!r}")
+        if self.model is None and isinstance(event.get("model"), str):
+            self.model = event["model"]
+        self.verified = True
+        chunks = sum(1 for choice in choices if _content_of(choice))
+        if chunks:
+            self.chunk_times.extend([now] * chunks)

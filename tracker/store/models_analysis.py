@@ -1,0 +1,48 @@
+"""Tables of the analysis area (issue 6): regression records raised by change-point detection.
+
+Imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``) sees
+it; the schema is created by ``migrations/versions/0004_analysis.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, Double, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from tracker.store.models import Base, UTCDateTime
+
+REGRESSION_STATUSES = ("open", "acknowledged", "fixed", "expected")
+
+
+class RegressionModel(Base):
+    """One change point in one metric's series: where, how big, and what people made of it.
+
+    The series is (config name, suite name, workload, metric); ``run_id`` is the first run of
+    the new level and ``location_index`` its position in the series when it was detected.
+    """
+
+    __tablename__ = "regressions"
+    __table_args__ = (
+        CheckConstraint(f"status IN {REGRESSION_STATUSES!r}", name="status"),
+        Index("ix_regressions_series", "config_name", "suite_name", "workload", "metric"),
+        Index("ix_regressions_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    config_name: Mapped[str] = mapped_column(String(200))
+    suite_name: Mapped[str] = mapped_column(String(200))
+    workload: Mapped[str] = mapped_column(String(200))
+    metric: Mapped[str] = mapped_column(String(64))
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    location_index: Mapped[int] = mapped_column(Integer)
+    before: Mapped[float] = mapped_column(Double)
+    after: Mapped[float] = mapped_column(Double)
+    rel_change: Mapped[float | None] = mapped_column(Double)
+    regressed: Mapped[bool | None] = mapped_column(Boolean)  # the worse direction; None: unknown
+    status: Mapped[str] = mapped_column(String(16))
+    note: Mapped[str] = mapped_column(Text)
+    attribution: Mapped[str | None] = mapped_column(Text)  # what changed around it, one line
+    detected_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)

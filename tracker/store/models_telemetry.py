@@ -1,0 +1,123 @@
+"""Tables of GPU and server telemetry and of output quality (revision 0003).
+
+- ``workload_telemetry``: per workload, whether GPU and server telemetry were measured and why not;
+- ``gpu_summaries``: per workload and GPU, peaks and means of its samples;
+- ``gpu_samples``: the timeline, one row per GPU per sample (query it per run with
+  ``tracker.store.telemetry.fetch_gpu_timeline``);
+- ``server_metrics``: per workload, the scraped summary (``kv_cache_usage_peak``, ``num_preemptions``,
+  ``prefix_cache_hit_rate``, …), one row per metric;
+- ``quality_summaries``: per run, the set, accuracy with its Wilson interval, and the drift;
+- ``quality_items``: per run, every item's answer and score.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from tracker.store.models import Base
+
+_WORKLOAD_FK = "workload_results.id"
+
+
+class WorkloadTelemetryModel(Base):
+    __tablename__ = "workload_telemetry"
+
+    workload_result_id: Mapped[int] = mapped_column(
+        ForeignKey(_WORKLOAD_FK, ondelete="CASCADE"), primary_key=True)
+    gpu_measured: Mapped[bool] = mapped_column(Boolean)
+    gpu_reason: Mapped[str | None] = mapped_column(Text)
+    gpu_sample_hz: Mapped[float | None] = mapped_column(Double)
+    server_measured: Mapped[bool] = mapped_column(Boolean)
+    server_reason: Mapped[str | None] = mapped_column(Text)
+    server_scrapes: Mapped[int] = mapped_column(Integer)
+
+
+class GpuSummaryModel(Base):
+    __tablename__ = "gpu_summaries"
+
+    workload_result_id: Mapped[int] = mapped_column(
+        ForeignKey(_WORKLOAD_FK, ondelete="CASCADE"), primary_key=True)
+    gpu_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    memory_total_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    samples: Mapped[int] = mapped_column(Integer)
+    memory_used_peak_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    memory_used_mean_bytes: Mapped[float | None] = mapped_column(Double)
+    gpu_util_mean_pct: Mapped[float | None] = mapped_column(Double)
+    gpu_util_peak_pct: Mapped[float | None] = mapped_column(Double)
+    power_mean_w: Mapped[float | None] = mapped_column(Double)
+    power_peak_w: Mapped[float | None] = mapped_column(Double)
+    sm_clock_mean_mhz: Mapped[float | None] = mapped_column(Double)
+    temperature_peak_c: Mapped[float | None] = mapped_column(Double)
+    throttle_reasons: Mapped[list[str]] = mapped_column(JSON)
+
+
+class GpuSampleModel(Base):
+    __tablename__ = "gpu_samples"
+    __table_args__ = (Index("ix_gpu_samples_workload_result_id", "workload_result_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workload_result_id: Mapped[int] = mapped_column(ForeignKey(_WORKLOAD_FK, ondelete="CASCADE"))
+    gpu_index: Mapped[int] = mapped_column(Integer)
+    t_s: Mapped[float] = mapped_column(Double)
+    memory_used_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    gpu_util_pct: Mapped[float | None] = mapped_column(Double)
+    memory_util_pct: Mapped[float | None] = mapped_column(Double)
+    power_w: Mapped[float | None] = mapped_column(Double)
+    sm_clock_mhz: Mapped[float | None] = mapped_column(Double)
+    temperature_c: Mapped[float | None] = mapped_column(Double)
+    throttle_reasons: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class ServerMetricModel(Base):
+    __tablename__ = "server_metrics"
+
+    workload_result_id: Mapped[int] = mapped_column(
+        ForeignKey(_WORKLOAD_FK, ondelete="CASCADE"), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[float] = mapped_column(Double)
+
+
+class QualitySummaryModel(Base):
+    __tablename__ = "quality_summaries"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    set_name: Mapped[str] = mapped_column(String(200))
+    set_version: Mapped[str] = mapped_column(String(64))
+    items: Mapped[int] = mapped_column(Integer)
+    answered: Mapped[int] = mapped_column(Integer)
+    correct: Mapped[int] = mapped_column(Integer)
+    accuracy: Mapped[float | None] = mapped_column(Double)
+    accuracy_ci_low: Mapped[float | None] = mapped_column(Double)
+    accuracy_ci_high: Mapped[float | None] = mapped_column(Double)
+    drift: Mapped[float | None] = mapped_column(Double)
+    drift_baseline_run_id: Mapped[int | None] = mapped_column(Integer)  # no FK: may be deleted
+    drift_compared: Mapped[int] = mapped_column(Integer)
+
+
+class QualityItemModel(Base):
+    __tablename__ = "quality_items"
+    __table_args__ = (UniqueConstraint("run_id", "item_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    item_id: Mapped[str] = mapped_column(String(200))
+    scorer: Mapped[str] = mapped_column(String(16))
+    output: Mapped[str | None] = mapped_column(Text)
+    score: Mapped[float | None] = mapped_column(Double)
+    error: Mapped[str | None] = mapped_column(Text)
+    changed: Mapped[bool | None] = mapped_column(Boolean)

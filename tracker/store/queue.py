@@ -1,0 +1,386 @@
+"""Schedules, the run-request queue and alert deliveries. Every function takes a Session; the
+caller owns the transaction (as in ``tracker.store.repository``).
+
+Claiming is safe with many workers: on PostgreSQL the candidate row is locked with
+``SELECT … FOR UPDATE SKIP LOCKED`` (workers never wait on each other), and on every backend the
+claim is a guarded ``UPDATE … WHERE status = 'queued'`` that only one worker can win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from tracker.results import RunStatus
+from tracker.store.models import RunModel, WorkloadResultModel
+from tracker.store.models_scheduling import AlertDeliveryModel, RunRequestModel, ScheduleModel
+from tracker.store.repository import finish_run
+
+MAX_ATTEMPTS = 2  # a request whose worker died is requeued once, then marked failed
+
+
+class RequestStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    name: str
+    cron: str
+    timezone: str
+    configs: tuple[str, ...]
+    suites: tuple[str, ...]
+    repeats: int
+    labels: Mapping[str, str]
+    source: str  # the schedules file it came from, or "cli"
+    last_fired_at: datetime | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewRequest:
+    position: int
+    config_name: str
+    config_path: str
+    config_body: Mapping[str, Any]
+    suite_name: str
+    suite_path: str
+    suite_body: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    id: int
+    schedule_name: str | None
+    slot_at: datetime | None
+    position: int
+    config_name: str
+    config_path: str
+    config_body: Mapping[str, Any]
+    suite_name: str
+    suite_path: str
+    suite_body: Mapping[str, Any]
+    labels: Mapping[str, str]
+    status: RequestStatus
+    attempts: int
+    worker_id: str | None
+    gpus: str | None
+    enqueued_at: datetime
+    claimed_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    run_id: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReapedRequest:
+    """A running request whose worker stopped heartbeating, and what was done about it."""
+
+    request_id: int
+    worker_id: str | None
+    run_id: int | None
+    run_status: RunStatus | None  # what its cut-short run was marked, if it had begun one
+    requeued: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDelivery:
+    run_id: int | None
+    destination: str
+    status: str  # sent | failed
+    attempts: int
+    http_status: int | None
+    error: str | None
+    payload: Mapping[str, Any]
+    created_at: datetime
+
+
+def labels_match(required: Mapping[str, str], offered: Mapping[str, str]) -> bool:
+    """A worker may take a request when it carries every label the request asks for."""
+    return all(offered.get(key) == value for key, value in required.items())
+
+
+# --- schedules -----------------------------------------------------------------------------
+
+
+def save_schedule(session: Session, row: ScheduleRow, now: datetime) -> None:
+    """Insert or replace the schedule named ``row.name`` (its firing history is kept)."""
+    values: dict[str, Any] = {
+        "cron": row.cron, "timezone": row.timezone, "configs": list(row.configs),
+        "suites": list(row.suites), "repeats": row.repeats, "labels": dict(row.labels),
+        "source": row.source, "updated_at": now,
+    }
+    found = session.scalar(select(ScheduleModel).where(ScheduleModel.name == row.name))
+    if found is None:
+        session.add(ScheduleModel(name=row.name, last_fired_at=None, last_error=None, **values))
+    else:
+        for key, value in values.items():
+            setattr(found, key, value)
+    session.flush()
+
+
+def replace_file_schedules(session: Session, source: str, rows: Sequence[ScheduleRow],
+                           now: datetime) -> list[str]:
+    """Make the schedules from file ``source`` exactly ``rows``; returns the names removed."""
+    keep = {row.name for row in rows}
+    stale = session.scalars(select(ScheduleModel.name).where(ScheduleModel.source == source)).all()
+    removed = sorted(name for name in stale if name not in keep)
+    if removed:
+        session.execute(delete(ScheduleModel).where(ScheduleModel.name.in_(removed)))
+    for row in rows:
+        save_schedule(session, row, now)
+    return removed
+
+
+def delete_schedule(session: Session, name: str) -> bool:
+    result = session.execute(delete(ScheduleModel).where(ScheduleModel.name == name))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def fetch_schedules(session: Session) -> list[ScheduleRow]:
+    rows = session.scalars(select(ScheduleModel).order_by(ScheduleModel.name)).all()
+    return [_schedule(row) for row in rows]
+
+
+def fetch_schedule(session: Session, name: str) -> ScheduleRow | None:
+    row = session.scalar(select(ScheduleModel).where(ScheduleModel.name == name))
+    return None if row is None else _schedule(row)
+
+
+def _schedule(row: ScheduleModel) -> ScheduleRow:
+    return ScheduleRow(row.name, row.cron, row.timezone, tuple(row.configs), tuple(row.suites),
+                       row.repeats, dict(row.labels), row.source, row.last_fired_at, row.last_error)
+
+
+def mark_schedule_fired(session: Session, name: str, fired_at: datetime, error: str | None) -> None:
+    session.execute(update(ScheduleModel).where(ScheduleModel.name == name)
+                    .values(last_fired_at=fired_at, last_error=error))
+
+
+# --- enqueue -------------------------------------------------------------------------------
+
+
+def enqueue_requests(session: Session, schedule_name: str | None, slot_at: datetime | None,
+                     requests: Sequence[NewRequest], now: datetime) -> list[int]:
+    """Queue ``requests``; a (schedule, slot, position) already queued is skipped, so a slot
+    fired twice still runs once. Returns the ids of the requests queued now."""
+    ids: list[int] = []
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    for request in requests:
+        values = _request_values(request, schedule_name, slot_at, now)
+        statement = dialect.insert(RunRequestModel).values(**values).on_conflict_do_nothing(
+            index_elements=["schedule_name", "slot_at", "position"]).returning(RunRequestModel.id)
+        inserted = session.execute(statement).scalar_one_or_none()
+        if inserted is not None:
+            ids.append(inserted)
+    return ids
+
+
+def _request_values(request: NewRequest, schedule_name: str | None, slot_at: datetime | None,
+                    now: datetime) -> dict[str, Any]:
+    return {
+        "schedule_name": schedule_name, "slot_at": slot_at, "position": request.position,
+        "config_name": request.config_name, "config_path": request.config_path,
+        "config_body": dict(request.config_body), "suite_name": request.suite_name,
+        "suite_path": request.suite_path, "suite_body": dict(request.suite_body),
+        "labels": dict(request.labels), "status": RequestStatus.QUEUED.value, "attempts": 0,
+        "worker_id": None, "gpus": None, "enqueued_at": now, "claimed_at": None,
+        "heartbeat_at": None, "finished_at": None, "run_id": None, "error": None,
+    }
+
+
+# --- claim, heartbeat, finish --------------------------------------------------------------
+
+
+def claim_request(session: Session, worker_id: str, labels: Mapping[str, str], gpus: str | None,
+                  now: datetime) -> RunRequest | None:
+    """Take the oldest queued request this worker's labels allow, or None."""
+    queued = RequestStatus.QUEUED.value
+    candidates = session.execute(select(RunRequestModel.id, RunRequestModel.labels)
+                                 .where(RunRequestModel.status == queued)
+                                 .order_by(RunRequestModel.id)).all()
+    matching = [request_id for request_id, required in candidates if labels_match(required, labels)]
+    if not matching:
+        return None
+    row = session.scalars(select(RunRequestModel)
+                          .where(RunRequestModel.id.in_(matching), RunRequestModel.status == queued)
+                          .order_by(RunRequestModel.id).limit(1)
+                          .with_for_update(skip_locked=True)).first()
+    if row is None:
+        return None
+    claimed = session.execute(
+        update(RunRequestModel)
+        .where(RunRequestModel.id == row.id, RunRequestModel.status == queued)
+        .values(status=RequestStatus.RUNNING.value, attempts=RunRequestModel.attempts + 1,
+                worker_id=worker_id, gpus=gpus, claimed_at=now, heartbeat_at=now, run_id=None,
+                error=None)
+        .execution_options(synchronize_session=False))
+    if not getattr(claimed, "rowcount", 0):
+        return None  # another worker won the race (SQLite path)
+    session.refresh(row)
+    return _request(row)
+
+
+def _owned(request_id: int, worker_id: str) -> Any:
+    return ((RunRequestModel.id == request_id) & (RunRequestModel.worker_id == worker_id)
+            & (RunRequestModel.status == RequestStatus.RUNNING.value))
+
+
+def heartbeat_request(session: Session, request_id: int, worker_id: str, now: datetime) -> bool:
+    """Record that the worker is alive; False when the request is no longer this worker's."""
+    result = session.execute(update(RunRequestModel).where(_owned(request_id, worker_id))
+                             .values(heartbeat_at=now))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def link_run(session: Session, request_id: int, worker_id: str, run_id: int) -> bool:
+    result = session.execute(update(RunRequestModel).where(_owned(request_id, worker_id))
+                             .values(run_id=run_id))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def finish_request(session: Session, request_id: int, worker_id: str, status: RequestStatus,
+                   run_id: int | None, error: str | None, now: datetime) -> bool:
+    """Mark the request done or failed; False when it was taken from this worker meanwhile."""
+    result = session.execute(
+        update(RunRequestModel).where(_owned(request_id, worker_id))
+        .values(status=status.value, run_id=run_id, error=error, finished_at=now, heartbeat_at=now))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def release_request(session: Session, request_id: int, worker_id: str, reason: str,
+                    now: datetime, max_attempts: int = MAX_ATTEMPTS) -> bool | None:
+    """Give a running request back (its worker is stopping): requeued (True) unless it has used
+    its attempts (False, marked failed); None when it is no longer this worker's."""
+    row = session.scalar(select(RunRequestModel).where(_owned(request_id, worker_id)))
+    if row is None:
+        return None
+    return _requeue_or_fail(session, row, reason, now, max_attempts)
+
+
+def _requeue_or_fail(session: Session, row: RunRequestModel, reason: str, now: datetime,
+                     max_attempts: int) -> bool | None:
+    """Requeue (True) or fail (False) the running request ``row`` as last read; None when it
+    changed since (another reaper or its worker got there first)."""
+    requeue = row.attempts < max_attempts
+    outcome = "requeued" if requeue else f"failed after {row.attempts} attempts"
+    values: dict[str, Any] = {
+        "status": (RequestStatus.QUEUED if requeue else RequestStatus.FAILED).value,
+        "error": f"{reason}; {outcome}",
+        "finished_at": None if requeue else now,
+    }
+    if requeue:
+        values["worker_id"] = None
+    guard = ((RunRequestModel.id == row.id)
+             & (RunRequestModel.status == RequestStatus.RUNNING.value)
+             & (RunRequestModel.attempts == row.attempts)
+             & (RunRequestModel.heartbeat_at == row.heartbeat_at))
+    result = session.execute(update(RunRequestModel).where(guard).values(**values)
+                             .execution_options(synchronize_session=False))
+    return requeue if getattr(result, "rowcount", 0) else None
+
+
+# --- stale workers -------------------------------------------------------------------------
+
+
+def reap_stale_requests(session: Session, stale_before: datetime, now: datetime,
+                        max_attempts: int = MAX_ATTEMPTS) -> list[ReapedRequest]:
+    """Requests running on a worker silent since before ``stale_before``: the cut-short run is
+    kept and marked partial (or failed when nothing was measured), the request requeued once."""
+    rows = session.scalars(select(RunRequestModel)
+                           .where(RunRequestModel.status == RequestStatus.RUNNING.value,
+                                  RunRequestModel.heartbeat_at < stale_before)
+                           .order_by(RunRequestModel.id)
+                           .with_for_update(skip_locked=True)).all()
+    reaped: list[ReapedRequest] = []
+    for row in rows:
+        silent_since = row.heartbeat_at or row.claimed_at or now
+        reason = (f"worker {row.worker_id} stopped heartbeating (last at "
+                  f"{silent_since:%Y-%m-%d %H:%M:%S} UTC) during request {row.id}")
+        worker_id, run_id = row.worker_id, row.run_id
+        requeued = _requeue_or_fail(session, row, reason, now, max_attempts)
+        if requeued is None:
+            continue
+        run_status = _close_cut_short_run(session, run_id, reason, silent_since)
+        reaped.append(ReapedRequest(row.id, worker_id, run_id, run_status, requeued))
+    return reaped
+
+
+def _close_cut_short_run(session: Session, run_id: int | None, reason: str,
+                         ended_at: datetime) -> RunStatus | None:
+    """Mark a run left ``running`` by a dead worker: its saved workloads are kept."""
+    if run_id is None:
+        return None
+    status = session.scalar(select(RunModel.status).where(RunModel.id == run_id))
+    if status != RunStatus.RUNNING.value:
+        return None if status is None else RunStatus(status)
+    measured = session.scalar(select(func.count()).select_from(WorkloadResultModel)
+                              .where(WorkloadResultModel.run_id == run_id,
+                                     WorkloadResultModel.completed > 0)) or 0
+    new_status = RunStatus.PARTIAL if measured else RunStatus.FAILED
+    finish_run(session, run_id, new_status, ended_at,
+               f"{reason}; kept {measured} measured workload{'s' if measured != 1 else ''}")
+    return new_status
+
+
+# --- listing -------------------------------------------------------------------------------
+
+
+def count_open_requests(session: Session, labels: Mapping[str, str]) -> int:
+    """Queued or running requests this worker's labels allow (what it may still have to do)."""
+    open_statuses = (RequestStatus.QUEUED.value, RequestStatus.RUNNING.value)
+    rows = session.scalars(select(RunRequestModel.labels)
+                           .where(RunRequestModel.status.in_(open_statuses))).all()
+    return sum(1 for required in rows if labels_match(required, labels))
+
+
+def fetch_requests(session: Session, statuses: Sequence[RequestStatus] | None = None,
+                   limit: int = 100) -> list[RunRequest]:
+    """Requests, oldest first; all statuses when ``statuses`` is None."""
+    query = select(RunRequestModel).order_by(RunRequestModel.id)
+    if statuses is not None:
+        query = query.where(RunRequestModel.status.in_([s.value for s in statuses]))
+    return [_request(row) for row in session.scalars(query.limit(limit)).all()]
+
+
+def _request(row: RunRequestModel) -> RunRequest:
+    return RunRequest(
+        id=row.id, schedule_name=row.schedule_name, slot_at=row.slot_at, position=row.position,
+        config_name=row.config_name, config_path=row.config_path, config_body=row.config_body,
+        suite_name=row.suite_name, suite_path=row.suite_path, suite_body=row.suite_body,
+        labels=dict(row.labels), status=RequestStatus(row.status), attempts=row.attempts,
+        worker_id=row.worker_id, gpus=row.gpus, enqueued_at=row.enqueued_at,
+        claimed_at=row.claimed_at, heartbeat_at=row.heartbeat_at, finished_at=row.finished_at,
+        run_id=row.run_id, error=row.error)
+
+
+# --- alert deliveries ----------------------------------------------------------------------
+
+
+def save_alert_delivery(session: Session, delivery: AlertDelivery) -> None:
+    session.add(AlertDeliveryModel(
+        run_id=delivery.run_id, destination=delivery.destination, status=delivery.status,
+        attempts=delivery.attempts, http_status=delivery.http_status, error=delivery.error,
+        payload=dict(delivery.payload), created_at=delivery.created_at))
+    session.flush()
+
+
+def fetch_alert_deliveries(session: Session, run_id: int | None = None) -> list[AlertDelivery]:
+    query = select(AlertDeliveryModel).order_by(AlertDeliveryModel.id)
+    if run_id is not None:
+        query = query.where(AlertDeliveryModel.run_id == run_id)
+    return [AlertDelivery(row.run_id, row.destination, row.status, row.attempts, row.http_status,
+                          row.error, row.payload, row.created_at)
+            for row in session.scalars(query).all()]

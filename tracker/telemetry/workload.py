@@ -1,0 +1,33 @@
+"""Both samplers around one workload: start before the first request, stop after the last.
+
+The GPU sampler is a thread (NVML calls block); the server scraper is a task on the runner's
+loop. Neither can fail the workload: whatever they could not measure comes back with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tracker.loadgen import Endpoint
+from tracker.results import GpuTelemetry, ServerTelemetry
+from tracker.telemetry import TelemetrySettings
+from tracker.telemetry.gpu import GpuSampler
+from tracker.telemetry.server import ServerScraper
+
+
+class WorkloadTelemetry:
+    def __init__(self, endpoint: Endpoint, settings: TelemetrySettings,
+                 gpu_skip_reason: str | None = None) -> None:
+        self.gpu = GpuSampler(settings.gpu_sample_hz, nvml=settings.nvml,
+                              indices=settings.gpu_indices, skip_reason=gpu_skip_reason)
+        self.server = ServerScraper(endpoint, settings.server_scrape_interval_s)
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.gpu.start)  # nvmlInit may take a moment
+        await self.server.start()
+
+    async def stop(self, *, complete: bool = True) -> tuple[GpuTelemetry, ServerTelemetry]:
+        """Stop both; ``complete`` False (a cut-short workload) skips the final scrape."""
+        server = await self.server.stop(final_scrape=complete)
+        gpu = await asyncio.to_thread(self.gpu.stop)
+        return gpu, server

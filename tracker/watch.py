@@ -1,0 +1,66 @@
+"""The nightly regression watch: a metric's history in, new regression records out.
+
+Wiring between the store and ``tracker.analysis``: read the series, replay it through
+``ChangeMonitor`` (replaying gives exactly the alerts the monitor raised night by night), and
+store each alert that has no record yet, with what changed around it (``compute_attribution``).
+The caller owns the transaction; the scheduler calls this after each nightly run.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from tracker.analysis import ChangeMonitor, ChangePoint, compute_attribution
+from tracker.metrics import REGISTRY, Direction
+from tracker.store.regressions import (
+    RegressionRecord,
+    SeriesKey,
+    SeriesPoint,
+    fetch_metric_series,
+    fetch_regressions,
+    save_regression,
+)
+
+RECORDS_SCANNED = 10_000
+
+
+def compute_alerts(values: list[float], monitor: ChangeMonitor | None = None) -> list[ChangePoint]:
+    """Every change point the nightly monitor raises over ``values``, in alert order."""
+    watcher = monitor or ChangeMonitor()
+    return [point for value in values for point in watcher.observe(value)]
+
+
+def _regressed(metric: str, point: ChangePoint) -> bool | None:
+    found = REGISTRY.get(metric)
+    if found is None or point.rel_change is None:
+        return None
+    worse_up = found.direction is Direction.LOWER_IS_BETTER
+    return point.rel_change > 0.0 if worse_up else point.rel_change < 0.0
+
+
+def _known_locations(session: Session, series: SeriesKey, points: list[SeriesPoint]) -> list[int]:
+    index_of = {point.run_id: index for index, point in enumerate(points)}
+    return [index_of.get(record.run_id, record.location_index) if record.run_id is not None
+            else record.location_index
+            for record in fetch_regressions(session, series=series, limit=RECORDS_SCANNED)]
+
+
+def record_regressions(session: Session, series: SeriesKey, *,
+                       monitor: ChangeMonitor | None = None) -> list[RegressionRecord]:
+    """Store a regression record (status ``open``) for each new change point in the series."""
+    watcher = monitor or ChangeMonitor()
+    points = fetch_metric_series(session, series)
+    known = _known_locations(session, series, points)
+    saved_ids: list[int] = []
+    for alert in compute_alerts([p.value for p in points], watcher):
+        if any(abs(alert.index - index) <= watcher.tolerance for index in known):
+            continue
+        attribution = compute_attribution(alert.index, [p.config_body for p in points],
+                                          [p.environment for p in points])
+        saved_ids.append(save_regression(
+            session, series, run_id=points[alert.index].run_id, location_index=alert.index,
+            before=alert.before, after=alert.after, rel_change=alert.rel_change,
+            regressed=_regressed(series.metric, alert), attribution=attribution.summary()))
+        known.append(alert.index)
+    records = fetch_regressions(session, series=series, limit=RECORDS_SCANNED)
+    return [record for record in records if record.id in saved_ids]
