@@ -26,7 +26,7 @@ from tracker.store.repository import (
     save_workload,
 )
 from tracker.suites import Suite, build_loaded_suite
-from tracker.watch import compute_alerts, record_regressions
+from tracker.watch import WATCHED_METRICS, compute_alerts, record_regressions, watch_run
 
 T0 = datetime(2026, 9, 1, 2, 0, tzinfo=UTC)
 SERIES = SeriesKey("nightly", "smoke", "short", "ttft_median_s")
@@ -92,3 +92,15 @@ def test_a_quiet_history_records_nothing(store: Engine) -> None:
 def test_replaying_gives_the_alerts_of_the_nightly_monitor() -> None:
     values = [100.0 + (i % 3) * 0.5 for i in range(30)] + [120.0 + (i % 3) * 0.5 for i in range(20)]
     assert [p.index for p in compute_alerts(values)] == [30]
+
+
+def test_after_a_run_the_watch_covers_every_watched_series_of_its_workloads(store: Engine) -> None:
+    _store_history(store, 45, 30)
+    with Session(store) as session, session.begin():
+        found = watch_run(session, "nightly", "smoke", ["short"])
+    metrics = {record.series.metric for record in found}
+    assert "ttft_median_s" in metrics  # the step the history carries
+    assert metrics <= set(WATCHED_METRICS)
+    assert all(record.series.workload == "short" for record in found)
+    with Session(store) as session, session.begin():
+        assert watch_run(session, "nightly", "smoke", ["short"]) == []  # never twice

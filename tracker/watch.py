@@ -22,6 +22,12 @@ from tracker.store.regressions import (
 )
 
 RECORDS_SCANNED = 10_000
+# The series the nightly watch follows for every workload of a run: the latencies users feel,
+# at the centre and in the tail, and the throughputs.
+WATCHED_METRICS = (
+    "ttft_median_s", "ttft_p99_s", "tpot_median_s", "itl_p99_s", "e2el_p99_s",
+    "request_throughput_per_s", "output_throughput_tokens_per_s",
+)
 
 
 def compute_alerts(values: list[float], monitor: ChangeMonitor | None = None) -> list[ChangePoint]:
@@ -64,3 +70,13 @@ def record_regressions(session: Session, series: SeriesKey, *,
         known.append(alert.index)
     records = fetch_regressions(session, series=series, limit=RECORDS_SCANNED)
     return [record for record in records if record.id in saved_ids]
+
+
+def watch_run(session: Session, config_name: str, suite_name: str,
+              workloads: list[str]) -> list[RegressionRecord]:
+    """After a nightly run: the new regression records of every watched series it extends."""
+    found: list[RegressionRecord] = []
+    for workload in workloads:
+        for metric in WATCHED_METRICS:
+            found += record_regressions(session, SeriesKey(config_name, suite_name, workload, metric))
+    return found

@@ -10,7 +10,6 @@ environment variable and only its scheme and host are ever stored or shown.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -25,8 +24,11 @@ from sqlalchemy.orm import Session
 
 from tracker.aio import run_async
 from tracker.errors import ConfigError
+from tracker.metrics import REGISTRY
 from tracker.results import RunResult
 from tracker.store.queue import AlertDelivery, save_alert_delivery
+from tracker.store.regressions import RegressionRecord, RegressionStatus, fetch_regressions
+from tracker.watch import watch_run
 
 log = logging.getLogger(__name__)
 
@@ -185,53 +187,32 @@ def _alert_json(alert: RegressionAlert) -> dict[str, Any]:
 # --- after each run ------------------------------------------------------------------------
 
 RegressionSource = Callable[[Engine, RunResult], Sequence[RegressionAlert]]
-REGRESSIONS_MODULE = "tracker.store.regressions"
-DETECT_HOOK = "open_regressions_for_run"  # (session, run_id) -> records it opened now
 
 
 def analysis_regressions(engine: Engine, run: RunResult) -> list[RegressionAlert]:
-    """The regressions ``run`` opened, as the analysis stored them.
-
-    When ``tracker.store.regressions`` offers ``open_regressions_for_run(session, run_id)`` (the
-    nightly detection for the run's series: stores and returns what is new), it is called.
-    Otherwise the open regression records whose first run of the new level is ``run`` are read
-    with ``fetch_regressions``. Only records in the worse direction (``regressed`` True) alert.
-    Without the analysis store (not built) there is nothing to alert.
-    """
-    try:
-        module = importlib.import_module(REGRESSIONS_MODULE)
-    except ImportError:
-        return []
+    """The regressions ``run`` opened: the nightly watch runs over every series the run extends
+    (``tracker.watch.watch_run``, which stores each new change point once), and the open records
+    whose first run of the new level is ``run`` are added. Only the worse direction alerts."""
     with Session(engine) as session, session.begin():
-        detect = getattr(module, DETECT_HOOK, None)
-        if detect is not None:
-            found = list(detect(session, run.run_id))
-        elif hasattr(module, "fetch_regressions") and hasattr(module, "RegressionStatus"):
-            found = [record for record in module.fetch_regressions(
-                session, status=module.RegressionStatus("open"), limit=1000)
-                if record.run_id == run.run_id]
-        else:
-            return []
+        found = {record.id: record for record in watch_run(
+            session, run.config.name, run.suite.name, [w.name for w in run.workloads])}
+        for record in fetch_regressions(session, status=RegressionStatus.OPEN, limit=1000):
+            if record.run_id == run.run_id:
+                found.setdefault(record.id, record)
     config = f"{run.config.name}@{run.config.version[:12]}"
-    return [_from_record(run.run_id, config, run.suite.name, item) for item in found
-            if getattr(item, "regressed", True) is True]
+    return [_from_record(run.run_id, config, run.suite.name, item) for item in found.values()
+            if item.regressed is True]
 
 
-def _from_record(run_id: int, config: str, suite: str, item: Any) -> RegressionAlert:
-    """A regression record of the analysis (duck-typed: its module is not imported here)."""
-    series = getattr(item, "series", item)
-    interval = getattr(item, "interval", None)
-    attribution = getattr(item, "attribution", None) or ""
-    diff = tuple(line.strip() for line in str(attribution).replace(";", "\n").splitlines()
+def _from_record(run_id: int, config: str, suite: str,
+                 item: RegressionRecord) -> RegressionAlert:
+    diff = tuple(line.strip() for line in (item.attribution or "").replace(";", "\n").splitlines()
                  if line.strip())
-    rel_change = getattr(item, "rel_change", None)
+    unit = REGISTRY[item.series.metric].unit if item.series.metric in REGISTRY else ""
     return RegressionAlert(
-        run_id=run_id, config=config, suite=suite, metric=str(series.metric),
-        rel_change=float(rel_change) if rel_change is not None else None,
-        interval=(float(interval[0]), float(interval[1])) if interval is not None else None,
-        before=getattr(item, "before", None), after=getattr(item, "after", None),
-        unit=str(getattr(item, "unit", "") or ""), workload=getattr(series, "workload", None),
-        config_diff=diff)
+        run_id=run_id, config=config, suite=suite, metric=item.series.metric,
+        rel_change=item.rel_change, interval=None, before=item.before, after=item.after,
+        unit=unit, workload=item.series.workload, config_diff=diff)
 
 
 def alert_after_run(engine: Engine, run: RunResult, settings: WebhookSettings | None,
