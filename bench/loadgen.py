@@ -89,6 +89,19 @@ def _json_response(body: bytes) -> bytes:
             % (len(body), body))
 
 
+_PASS: list[float] = []
+
+
+def _pass_stamp() -> float:
+    """Arrival truth: one clock reading per event-loop pass, shared by every request read in
+    it (each was there when the poll returned; parsing the earlier ones must not make the later
+    ones look late). The same rule as the tracker's own receive stamps."""
+    if not _PASS:
+        _PASS.append(time.perf_counter())
+        asyncio.get_running_loop().call_soon(_PASS.clear)
+    return _PASS[0]
+
+
 class BenchServer(asyncio.Protocol):
     """HTTP/1.1 keep-alive, just enough of it; ``ttft_s is None`` = zero delay, all in one write."""
 
@@ -103,7 +116,7 @@ class BenchServer(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
-        now = time.perf_counter()
+        now = _pass_stamp()
         self.buffer += data
         while True:
             end = self.buffer.find(b"\r\n\r\n")

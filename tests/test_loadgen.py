@@ -24,11 +24,11 @@ from tracker.loadgen import (
     LoadGenerator,
     LoadPlan,
     RequestSpec,
-    StampingProtocol,
     open_session,
     run_request,
 )
 from tracker.results import TokenSource
+from tracker.stamping import StampingProtocol
 
 ServerFactory = Callable[[Callable[[int, dict[str, Any]], Reply]], Any]
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import functools
 import itertools
 import json
 import os
@@ -27,15 +26,13 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import SimpleNamespace
-from typing import Any
 
 import aiohttp
-from aiohttp.client_proto import ResponseHandler
 
 from tracker.clienthealth import HealthProbe
 from tracker.results import ClientHealth, RequestRecord, TokenSource
 from tracker.sse import ERROR_TEXT_LIMIT, StreamError, StreamScanner, error_message
+from tracker.stamping import StampingConnector, StampingProtocol, send_stamp_config
 
 Clock = Callable[[], float]
 ProgressCallback = Callable[[int, int], None]
@@ -91,80 +88,6 @@ class LoadOutcome:
     client: ClientHealth | None = None
 
 
-class PollClock:
-    """One reading of the clock per event-loop pass, shared by every read handled in that pass.
-
-    The loop hands out the reads that one poll returned one after another; each was already
-    there when the poll returned, so the first reading is the truest stamp for all of them, and
-    the time spent parsing the earlier ones is not added to the later ones.
-    """
-
-    __slots__ = ("clock", "loop", "stamp")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Clock) -> None:
-        self.loop = loop
-        self.clock = clock
-        self.stamp: float | None = None
-
-    def now(self) -> float:
-        stamp = self.stamp
-        if stamp is None:
-            stamp = self.stamp = self.clock()
-            self.loop.call_soon(self._next_pass)  # runs after this pass's I/O callbacks
-        return stamp
-
-    def _next_pass(self) -> None:
-        self.stamp = None
-
-
-class StampingProtocol(ResponseHandler):
-    """aiohttp's response protocol, stamping each network read as it arrives.
-
-    While a response is being read, ``sink`` is called right after each read has been parsed,
-    with the read's stamp: the body is scanned there and then, without waking a coroutine per
-    chunk, so the stamps of later reads do not wait for the event loop's other callbacks.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, clock: PollClock) -> None:
-        super().__init__(loop)
-        self.clock = clock
-        self.read_s = 0.0
-        self.sink: Callable[[float], None] | None = None
-
-    def data_received(self, data: bytes) -> None:
-        if not data:  # aiohttp calls it with b"" to resume its parser: not a read
-            ResponseHandler.data_received(self, data)
-            return
-        now = self.read_s = self.clock.now()
-        ResponseHandler.data_received(self, data)  # (no super(): called per HTTP chunk)
-        sink = self.sink
-        if sink is not None:
-            sink(now)
-
-
-class StampingConnector(aiohttp.TCPConnector):
-    def __init__(self, clock: Clock, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        # aiohttp builds each connection's protocol with this factory (private, stable in 3.x);
-        # a connection made otherwise is still measured, with the stamp taken on wake-up
-        self._factory = functools.partial(  # type: ignore[assignment]
-            StampingProtocol, loop=self._loop, clock=PollClock(self._loop, clock))
-
-
-def _send_stamp_config(clock: Clock) -> aiohttp.TraceConfig:
-    trace = aiohttp.TraceConfig()
-
-    async def on_chunk_sent(
-        _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: Any
-    ) -> None:
-        stamp = ctx.trace_request_ctx
-        if isinstance(stamp, dict) and "sent" not in stamp:
-            stamp["sent"] = clock()
-
-    trace.on_request_chunk_sent.append(on_chunk_sent)
-    return trace
-
-
 def _environment_configures_proxy() -> bool:
     """True when HTTP(S)_PROXY/ALL_PROXY or a netrc file could change how requests are sent."""
     netrc = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
@@ -183,7 +106,7 @@ def open_session(concurrency: int, clock: Clock) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         connector=connector,
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-        trace_configs=[_send_stamp_config(clock)],
+        trace_configs=[send_stamp_config(clock)],
         read_bufsize=READ_BUFSIZE,
         auto_decompress=False,
         trust_env=_environment_configures_proxy(),
