@@ -9,20 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.simconfigs import FAST_SIM
 from tracker.cli import main
 from tracker.config import ServingConfig
 from tracker.sim.server import ThreadedSimServer
-
-FAST_SIM = """\
-name: fast-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.00001, decode_base_s: 0.001, decode_per_seq_s: 0.0}
-engine:
-  max_num_seqs: 8
-  block_size: 16
-"""
 
 
 @pytest.fixture(scope="module")

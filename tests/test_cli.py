@@ -13,22 +13,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.simconfigs import FAST_SIM
 from tracker.cli import main
 from tracker.store.db import open_store
 from tracker.store.repository import fetch_config_versions, fetch_run, fetch_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
-FAST_SIM = """\
-name: fast-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.00001, decode_base_s: 0.001, decode_per_seq_s: 0.0}
-engine:
-  max_num_seqs: 8
-  block_size: 16
-"""
 
 SMALL_SUITE = """\
 name: small

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tests.simconfigs import FAST_SIM
 from tracker.scheduling.queue import utc_now
 from tracker.scheduling.schedules import CLI_SOURCE, ScheduleSpec, build_schedule_row
 from tracker.store.db import open_store
@@ -20,16 +21,6 @@ from tracker.store.queue import RunRequest, fetch_requests, save_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 
-FAST_SIM = """\
-name: fast-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.00001, decode_base_s: 0.001, decode_per_seq_s: 0.0}
-engine:
-  max_num_seqs: 8
-  block_size: 16
-"""
 
 SLOW_SIM = FAST_SIM.replace("name: fast-sim", "name: slow-sim").replace(
     "decode_base_s: 0.001", "decode_base_s: 0.005")
