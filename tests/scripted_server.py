@@ -32,6 +32,8 @@ class Served:
     received_at: float
     body: dict[str, Any]
     writes: list[float] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    path: str = ""
 
 
 def sse(obj: Any) -> bytes:
@@ -85,6 +87,7 @@ class ScriptedServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/completions", self._handle)
+        app.router.add_post("/v1/messages", self._handle)
         app.router.add_get("/v1/models", self._models)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
@@ -103,7 +106,8 @@ class ScriptedServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        served = Served(time.perf_counter(), body)
+        served = Served(time.perf_counter(), body, headers=dict(request.headers),
+                        path=request.path)
         index = len(self.served)
         self.served.append(served)
         reply = self.script(index, body)

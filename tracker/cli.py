@@ -41,7 +41,8 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     bench.add_argument("--base-url", required=True, metavar="URL",
                        help="the server root, e.g. http://127.0.0.1:8000 (/v1 is appended)")
     bench.add_argument("--model", help="default: the first model at /v1/models")
-    bench.add_argument("--endpoint-type", choices=("chat", "completions"), default="chat")
+    bench.add_argument("--endpoint-type", choices=("chat", "completions", "messages"),
+                       default="chat")
     bench.add_argument("--max-concurrency", type=int, metavar="N",
                        help="the most requests in flight (default: no limit)")
     bench.add_argument("--request-rate", type=_rate, default=float("inf"), metavar="R",

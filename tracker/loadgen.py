@@ -31,7 +31,13 @@ import aiohttp
 
 from tracker.clienthealth import HealthProbe
 from tracker.results import ClientHealth, RequestRecord, TokenSource
-from tracker.sse import ERROR_TEXT_LIMIT, StreamError, StreamScanner, error_message
+from tracker.sse import (
+    ERROR_TEXT_LIMIT,
+    AnthropicScanner,
+    StreamError,
+    StreamScanner,
+    error_message,
+)
 from tracker.stamping import StampingConnector, StampingProtocol, send_stamp_config
 
 Clock = Callable[[], float]
@@ -132,13 +138,13 @@ async def _check_response(response: aiohttp.ClientResponse) -> None:
                           f"{text[:120]}")
 
 
-async def _read_stream(response: aiohttp.ClientResponse, clock: Clock) -> StreamScanner:
+async def _read_stream(response: aiohttp.ClientResponse, clock: Clock,
+                       scanner: StreamScanner) -> StreamScanner:
     # the connection is released as soon as the body has arrived, which can be before we read;
     # the response keeps its protocol (private in aiohttp 3.x; without it: stamp on wake-up)
     protocol = getattr(response, "_protocol", None)
     if not isinstance(protocol, StampingProtocol):
-        return await _read_stream_awake(response, clock)
-    scanner = StreamScanner()
+        return await _read_stream_awake(response, clock, scanner)
     content = response.content
 
     def drain(now: float) -> None:  # runs inside data_received: must never raise
@@ -166,9 +172,9 @@ async def _read_stream(response: aiohttp.ClientResponse, clock: Clock) -> Stream
     return scanner
 
 
-async def _read_stream_awake(response: aiohttp.ClientResponse, clock: Clock) -> StreamScanner:
+async def _read_stream_awake(response: aiohttp.ClientResponse, clock: Clock,
+                             scanner: StreamScanner) -> StreamScanner:
     """The plain path: each read stamped when the reading coroutine wakes up."""
-    scanner = StreamScanner()
     while data := await response.content.readany():
         scanner.feed(data, clock())
     scanner.finish()
@@ -179,7 +185,8 @@ def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamSc
                    t0: float, scheduled: float | None) -> RequestRecord:
     times = scanner.chunk_times
     if not scanner.done:
-        raise StreamError("truncated_stream", "the stream ended without [DONE]")
+        marker = "message_stop" if isinstance(scanner, AnthropicScanner) else "[DONE]"
+        raise StreamError("truncated_stream", f"the stream ended without {marker}")
     if not times:
         raise StreamError("empty_response", "the stream carried no content")
     if scanner.completion_tokens is not None:
@@ -219,6 +226,24 @@ def _connection_error_class(exc: BaseException) -> str:
     return "connection_error"
 
 
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+def is_messages_path(path: str) -> bool:
+    """The Anthropic Messages API (``/v1/messages``) rather than OpenAI's endpoints."""
+    return path.rstrip("/").endswith("/messages")
+
+
+def anthropic_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The Messages API's key header: ``x-api-key`` instead of ``Authorization: Bearer``."""
+    out = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    token = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+    if token is not None:
+        out["x-api-key"] = token.removeprefix("Bearer ").strip()
+    out.setdefault("anthropic-version", ANTHROPIC_VERSION)
+    return out
+
+
 async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: str,
                       spec: RequestSpec, *, index: int, t0: float, clock: Clock,
                       timeout_s: float, scheduled_s: float | None = None,
@@ -230,14 +255,16 @@ async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: 
     """
     stamp = stamp if stamp is not None else {}
     stamp["issued"] = clock()
+    messages = is_messages_path(path)
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
-               **endpoint.headers}
+               **(anthropic_headers(endpoint.headers) if messages else endpoint.headers)}
     try:
         async with session.post(endpoint.url(path), data=spec.body, headers=headers,
                                 trace_request_ctx=stamp,
                                 timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
             await _check_response(response)
-            scanner = await _read_stream(response, clock)
+            scanner = await _read_stream(response, clock,
+                                         AnthropicScanner() if messages else StreamScanner())
         return _finish_record(index, spec, stamp.get("sent", stamp["issued"]), scanner, t0,
                               scheduled_s)
     except StreamError as exc:

@@ -9,11 +9,25 @@ from tracker.loadgen import RequestSpec
 from tracker.suites import Workload, WorkloadPrompts
 from tracker.tokenizer import count_tokens
 
-ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions",
+                  "messages": "/v1/messages"}
+
+
+def _messages_body(workload: Workload, model: str, system: str | None,
+                   user: str) -> dict[str, Any]:
+    """The Anthropic Messages API: ``system`` is a top-level field; usage always streams."""
+    body: dict[str, Any] = {"model": model, "max_tokens": workload.max_tokens,
+                            "messages": [{"role": "user", "content": user}],
+                            "temperature": workload.temperature, "stream": True}
+    if system:
+        body["system"] = system
+    return body
 
 
 def _body(workload: Workload, model: str, system: str | None, user: str,
           ignore_eos: bool) -> dict[str, Any]:
+    if workload.endpoint_type == "messages":
+        return _messages_body(workload, model, system, user)
     body: dict[str, Any] = {"model": model}
     if workload.endpoint_type == "chat":
         messages = [{"role": "system", "content": system}] if system else []

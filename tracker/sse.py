@@ -152,3 +152,51 @@ class StreamScanner:
         chunks = sum(1 for choice in choices if _content_of(choice))
         if chunks:
             self.chunk_times.extend([now] * chunks)
+
+
+class AnthropicScanner(StreamScanner):
+    """The Anthropic Messages stream (``/v1/messages``), as gateways such as TaoToken serve it.
+
+    Events: ``message_start`` (``message.usage.input_tokens``, the model), ``content_block_delta``
+    (a ``text_delta``/``thinking_delta`` with non-empty text is a content chunk), ``message_delta``
+    (``usage.output_tokens``), ``message_stop`` (the end, in place of ``[DONE]``), ``error``.
+    Every block is parsed with ``json.loads``: these streams come from remote gateways, where the
+    client's per-event cost is far below the network's.
+    """
+
+    __slots__ = ()
+
+    def _scan(self, block: bytes, now: float) -> None:
+        self._slow(block, now)
+
+    def _event(self, payload: bytes, now: float) -> None:
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise StreamError("malformed_sse", f"not a typed Messages event: {payload[:80]!r}")
+        kind = event["type"]
+        if kind == "error":
+            raise StreamError("stream_error", error_message(event))
+        if kind == "message_start":
+            self._start(event.get("message"))
+        elif kind == "content_block_delta":
+            delta = event.get("delta")
+            if isinstance(delta, dict) and (delta.get("text") or delta.get("thinking")):
+                self.chunk_times.append(now)
+        elif kind == "message_delta":
+            usage = event.get("usage")
+            if isinstance(usage, dict) and usage.get("output_tokens") is not None:
+                self.completion_tokens = usage["output_tokens"]
+        elif kind == "message_stop":
+            self.done = True
+
+    def _start(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            raise StreamError("malformed_sse", "message_start without a message")
+        usage = message.get("usage")
+        if isinstance(usage, dict) and usage.get("input_tokens") is not None:
+            self.prompt_tokens = usage["input_tokens"]
+        if isinstance(message.get("model"), str):
+            self.model = message["model"]

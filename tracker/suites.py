@@ -104,7 +104,7 @@ class Workload(_Strict):
 
     name: str = Field(pattern=NAME_PATTERN)
     prompts: PromptSource
-    endpoint_type: Literal["chat", "completions"] = "chat"
+    endpoint_type: Literal["chat", "completions", "messages"] = "chat"  # messages: Anthropic API
     max_tokens: PositiveInt
     ignore_eos: bool = False  # sent only to targets that support it (vLLM, the simulator)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
