@@ -146,6 +146,9 @@ def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
 def _row(name: str, metric: GateMetric, base: Sequence[WorkloadResult],
          head: Sequence[WorkloadResult], options: GateOptions) -> GateRow:
     registered = REGISTRY[metric.name]
+    bound = _client_bound_note(base, head)
+    if bound is not None:
+        return GateRow(name, metric.name, metric.label, registered.unit, None, bound)
     base_samples, head_samples = _samples(metric, base), _samples(metric, head)
     if not base_samples or not head_samples:
         side = "base" if not base_samples else "head"
@@ -157,6 +160,19 @@ def _row(name: str, metric: GateMetric, base: Sequence[WorkloadResult],
         statistic=metric.statistic, min_effect=_min_effect(metric, options),
         confidence=options.confidence, seed=options.seed)
     return GateRow(name, metric.name, metric.label, registered.unit, verdict)
+
+
+def _client_bound_note(base: Sequence[WorkloadResult],
+                       head: Sequence[WorkloadResult]) -> str | None:
+    """A client-bound workload measured the load generator, not the server: never compared."""
+    for side, workloads in (("base", base), ("head", head)):
+        bound = [w for w in workloads if w.client_bound]
+        if bound:
+            client = bound[0].summary.client
+            why = f" ({client.reason})" if client is not None and client.reason else ""
+            return (f"client-bound in the {side} run(s){why}: the load generator, not the "
+                    "server, set the pace; rerun with fewer streams or a lower rate")
+    return None
 
 
 def _problems(runs: Sequence[RunResult], side: str) -> list[str]:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.results import (
+    ClientHealth,
     LatencyStats,
     RequestRecord,
     RunStatus,
@@ -71,8 +72,12 @@ def _workload(ttft_median_s: float) -> WorkloadResult:
 
 
 def _run(engine: Engine, night: int, max_num_seqs: int = 64, ttft_scale: float = 1.0,
-         status: RunStatus = RunStatus.COMPLETED) -> int:
+         status: RunStatus = RunStatus.COMPLETED, client_bound: bool = False) -> int:
     workload = _workload(0.12 * ttft_scale)
+    if client_bound:
+        health = ClientHealth(0.99, 0.03, 0.05, None, None, None, client_bound=True,
+                              reason="event-loop lag p99 30 ms")
+        workload = replace(workload, summary=replace(workload.summary, client=health))
     with Session(engine) as session, session.begin():
         run_id = begin_run(
             session, config_version_id=save_config_version(session, _config(
@@ -161,3 +166,11 @@ def test_a_stored_config_version_is_found_by_prefix_or_name(store: Engine) -> No
         assert (name, row.canonical["engine"]["max_num_seqs"]) == ("sim-small", 64)
         with pytest.raises(NotFoundError, match="no stored config version"):
             fetch_config_version(session, "other@" + version[:8])
+
+
+def test_client_bound_runs_are_left_out_of_the_series(store: Engine) -> None:
+    kept = _run(store, 0)
+    _run(store, 1, ttft_scale=3.0, client_bound=True)  # the client's numbers, not the server's
+    with Session(store) as session:
+        points = fetch_metric_series(session, SERIES)
+    assert [p.run_id for p in points] == [kept]

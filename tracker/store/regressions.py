@@ -158,7 +158,8 @@ def _record(row: RegressionModel) -> RegressionRecord:
 
 
 def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint]:
-    """The metric's value in every completed run of the series, oldest first."""
+    """The metric's value in every completed run of the series, oldest first; client-bound
+    workloads (the load generator set the pace) are left out."""
     rows = session.execute(
         select(RunModel.id, RunModel.started_at, WorkloadMetricModel.value,
                ConfigVersionModel.version, ConfigVersionModel.canonical, SuiteModel.version,
@@ -172,7 +173,8 @@ def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint
                SuiteModel.name == series.suite_name,
                WorkloadResultModel.name == series.workload,
                WorkloadMetricModel.metric == series.metric,
-               RunModel.status == RunStatus.COMPLETED.value)
+               RunModel.status == RunStatus.COMPLETED.value,
+               WorkloadResultModel.client_bound.is_(False))  # the client's numbers, not the server's
         .order_by(RunModel.started_at, RunModel.id)
     )
     return [SeriesPoint(*row) for row in rows]

@@ -1,0 +1,53 @@
+"""A client-bound workload measured the load generator, not the server: never compared or trended."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from tracker.gate import GateOptions, build_gate_result, compute_gate_rows
+from tracker.results import (
+    ClientHealth,
+    RequestRecord,
+    RunResult,
+    RunStatus,
+    TokenSource,
+    VersionRef,
+    WorkloadResult,
+)
+from tracker.summary import compute_workload_summary
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _run(run_id: int, ttft_s: float, *, client_bound: bool) -> RunResult:
+    rng = random.Random(run_id)
+    records = tuple(RequestRecord(i, i * 0.01, ttft_s * rng.uniform(0.9, 1.1), 0.5, (0.01,) * 9,
+                                  10, TokenSource.USAGE, 32, TokenSource.USAGE) for i in range(200))
+    summary = compute_workload_summary(records, 5.0)
+    if client_bound:
+        summary = replace(summary, client=ClientHealth(0.99, 0.05, 0.08, 0.02, 0.03, 0.04,
+                                                       client_bound=True,
+                                                       reason="send lag p99 30 ms"))
+    workload = WorkloadResult("w", 4, 200, 0, {}, T0, T0, records, summary)
+    return RunResult(run_id, RunStatus.COMPLETED, True, VersionRef("c", "a" * 64),
+                     VersionRef("s", "b" * 64), T0, T0, "h", "0", {}, (workload,))
+
+
+def test_a_client_bound_head_is_not_compared_and_the_gate_cannot_measure() -> None:
+    base, head = _run(1, 0.100, client_bound=False), _run(2, 0.200, client_bound=True)
+    rows = compute_gate_rows([base], [head], GateOptions())
+    assert rows and all(row.verdict is None for row in rows)
+    assert all("client-bound in the head run(s) (send lag p99 30 ms)" in (row.note or "")
+               for row in rows)
+    result = build_gate_result([base], [head], ("base", "head"), (), GateOptions(),
+                               interleaved=False)
+    assert result.exit_code == 3  # could not measure, never "regression" from the client's numbers
+
+
+def test_the_same_slowdown_without_client_bound_is_a_regression() -> None:
+    base, head = _run(1, 0.100, client_bound=False), _run(2, 0.200, client_bound=False)
+    result = build_gate_result([base], [head], ("base", "head"), (), GateOptions(),
+                               interleaved=False)
+    assert result.exit_code == 1
