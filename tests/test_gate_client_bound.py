@@ -6,6 +6,7 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from tracker.dashboard.verdicts import compute_verdicts
 from tracker.gate import GateOptions, build_gate_result, compute_gate_rows
 from tracker.results import (
     ClientHealth,
@@ -51,3 +52,9 @@ def test_the_same_slowdown_without_client_bound_is_a_regression() -> None:
     result = build_gate_result([base], [head], ("base", "head"), (), GateOptions(),
                                interleaved=False)
     assert result.exit_code == 1
+
+
+def test_the_dashboard_does_not_compare_a_client_bound_workload() -> None:
+    base = _run(1, 0.100, client_bound=False)
+    assert len(compute_verdicts(base, _run(2, 0.200, client_bound=False))) > 0
+    assert compute_verdicts(base, _run(3, 0.200, client_bound=True)).empty

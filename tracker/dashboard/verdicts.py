@@ -46,13 +46,14 @@ def _row(workload: str, metric: str, verdict: Verdict, samples: str) -> tuple[ob
 
 
 def compute_verdicts(base: RunResult, head: RunResult) -> pd.DataFrame:
-    """The analysis' verdict on each headline metric of every workload the runs share."""
+    """The analysis' verdict on each headline metric of every workload the runs share
+    (client-bound workloads are not compared)."""
     heads = {w.name: w for w in head.workloads}
     rows = []
     for workload in base.workloads:
         other = heads.get(workload.name)
-        if other is None:
-            continue
+        if other is None or workload.client_bound or other.client_bound:
+            continue  # a client-bound workload measured the load generator, not the server
         for key in VERDICT_LATENCIES:
             before, after = request_samples(workload, key), request_samples(other, key)
             note = f"{len(before)} vs {len(after)}"
