@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from tests.scripted_server import ServerFactory, scripted_servers
 from tracker.store import open_store, redact_url, resolve_db_url
 
 # --- databases -----------------------------------------------------------------------------
@@ -84,3 +85,13 @@ def store(db_url: str) -> Iterator[Engine]:
         yield engine
     finally:
         engine.dispose()
+
+
+# --- a scripted OpenAI-compatible server ---------------------------------------------------
+
+
+@pytest.fixture
+async def scripted() -> AsyncIterator[ServerFactory]:
+    """``await scripted(lambda index, body: Reply(...))`` starts a real scripted server."""
+    async with scripted_servers() as make:
+        yield make

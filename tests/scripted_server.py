@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,3 +136,24 @@ class ScriptedServer:
         if reply.abort and request.transport is not None:
             request.transport.abort()
         return response
+
+
+ServerFactory = Callable[[Callable[[int, dict[str, Any]], Reply]], Awaitable[ScriptedServer]]
+
+
+@asynccontextmanager
+async def scripted_servers() -> AsyncIterator[ServerFactory]:
+    """Start scripted servers on demand; every one is stopped on exit."""
+    servers: list[ScriptedServer] = []
+
+    async def make(script: Callable[[int, dict[str, Any]], Reply]) -> ScriptedServer:
+        server = ScriptedServer(script)
+        await server.start()
+        servers.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            await server.stop()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 
@@ -14,6 +12,7 @@ from tests.scripted_server import (
     DONE,
     Reply,
     ScriptedServer,
+    ServerFactory,
     chat_chunk,
     sse,
     token_stream,
@@ -29,23 +28,6 @@ from tracker.loadgen import (
 )
 from tracker.results import TokenSource
 from tracker.stamping import StampingProtocol
-
-ServerFactory = Callable[[Callable[[int, dict[str, Any]], Reply]], Any]
-
-
-@pytest.fixture
-async def scripted() -> AsyncIterator[ServerFactory]:
-    servers: list[ScriptedServer] = []
-
-    async def make(script: Callable[[int, dict[str, Any]], Reply]) -> ScriptedServer:
-        server = ScriptedServer(script)
-        await server.start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        await server.stop()
 
 
 def spec(estimate: int = 7) -> RequestSpec:

@@ -3,34 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
-from typing import Any
 
-import pytest
-
-from tests.scripted_server import Reply, ScriptedServer, token_stream
+from tests.scripted_server import ServerFactory, token_stream
 from tests.test_loadgen import spec
 from tracker.loadgen import Endpoint, LoadGenerator, LoadPlan
 from tracker.loadshapes import compute_arrivals
 from tracker.summary import compute_workload_summary
 
-ServerFactory = Callable[[Callable[[int, dict[str, Any]], Reply]], Any]
 PATH = "/v1/chat/completions"
-
-
-@pytest.fixture
-async def scripted() -> AsyncIterator[ServerFactory]:
-    servers: list[ScriptedServer] = []
-
-    async def make(script: Callable[[int, dict[str, Any]], Reply]) -> ScriptedServer:
-        server = ScriptedServer(script)
-        await server.start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        await server.stop()
 
 
 async def test_open_loop_sends_on_schedule_and_records_the_plan(scripted: ServerFactory) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.scripted_server import Reply, ScriptedServer
+from tests.scripted_server import Reply, ScriptedServer, ServerFactory
 from tracker.config import load_config
 from tracker.loadgen import Endpoint, RequestSpec, open_session, run_request
 from tracker.payloads import ENDPOINT_PATHS, build_request_specs
@@ -43,18 +43,9 @@ def message_stream(tokens: int, *, ttft_s: float, itl_s: float, stop: bool = Tru
 
 
 @pytest.fixture
-async def server_for() -> AsyncIterator[Any]:
-    servers: list[ScriptedServer] = []
-
-    async def make(reply: Reply) -> ScriptedServer:
-        server = ScriptedServer(lambda i, b: reply)
-        await server.start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        await server.stop()
+def server_for(scripted: ServerFactory) -> Callable[[Reply], Awaitable[ScriptedServer]]:
+    """A scripted server that answers every request with ``reply``."""
+    return lambda reply: scripted(lambda index, body: reply)
 
 
 async def one(server: ScriptedServer, key: str | None = "sk-test-key") -> Any:

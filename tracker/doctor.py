@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from tracker.loadgen import Endpoint
-from tracker.targets import find_proxy, redact_url
+from tracker.sse import error_message
+from tracker.targets import find_proxy, strip_credentials
 
 EXIT_READY = 0
 EXIT_CONFIG = 2
@@ -86,7 +87,7 @@ def check_base_url(base_url: str) -> list[Finding]:
         return [Finding("base_url", Status.FAIL, f"{base_url!r} is not an http(s) URL",
                         "give the gateway root, e.g. https://taotoken.net/api", local=True)]
     if parts.query or parts.fragment:
-        return [Finding("base_url", Status.FAIL, f"{redact_url(base_url)} has query parameters "
+        return [Finding("base_url", Status.FAIL, f"{strip_credentials(base_url)} has query parameters "
                         "or a fragment; the tracker appends /v1/... to the path, so they would "
                         "end up in the middle of the URL", f"use {root} (no '?...')", local=True)]
     path = parts.path.rstrip("/")
@@ -154,7 +155,7 @@ async def check_proxy(base_url: str, timeout_s: float = 3.0) -> list[Finding]:
     name, url = proxy
     parts = urlsplit(url if "://" in url else f"http://{url}")
     host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-    shown = f"{name}={redact_url(url)}"
+    shown = f"{name}={strip_credentials(url)}"
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
     except (OSError, TimeoutError) as exc:
@@ -213,17 +214,8 @@ async def _request(session: aiohttp.ClientSession, method: str, url: str,
         return _Reply(response.status, body, dict(response.headers), time.monotonic() - started_s)
 
 
-def _error_message(body: Any) -> str:
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            return str(error.get("message") or error.get("detail") or error)
-        return str(error)
-    return str(body)
-
-
 def _auth_finding(check: str, reply: _Reply, target: DoctorTarget, key: str | None) -> Finding:
-    said = redact_text(_error_message(reply.body), key)
+    said = redact_text(error_message(reply.body), key)
     return Finding(check, Status.FAIL, f"HTTP {reply.status}: the gateway rejected the key "
                    f"(it said: {said})",
                    f"check that ${target.api_key_env} holds a current key for this gateway (not "
@@ -266,7 +258,7 @@ def check_chat(reply: _Reply, target: DoctorTarget, key: str | None,
                available: list[str] | None) -> Finding:
     if reply.status in (401, 403):
         return _auth_finding("chat", reply, target, key)
-    said = redact_text(_error_message(reply.body), key)
+    said = redact_text(error_message(reply.body), key)
     if reply.status in (400, 404, 422) and _MODEL_MISSING.search(said):
         return _model_missing(target.model, available, said)
     if reply.status == 429:
@@ -349,7 +341,7 @@ async def run_doctor(target: DoctorTarget) -> Diagnosis:
 def render_diagnosis(diagnosis: Diagnosis) -> str:
     target = diagnosis.target
     key = f"key from ${target.api_key_env}" if target.api_key_env else "no key"
-    lines = [f"doctor: {redact_url(target.base_url)}  model {target.model}  {key}"]
+    lines = [f"doctor: {strip_credentials(target.base_url)}  model {target.model}  {key}"]
     for finding in diagnosis.findings:
         lines.append(f"  {finding.status.value:<5} {finding.check:<9} {finding.detail}")
         if finding.fix and finding.status is not Status.OK:

@@ -94,7 +94,7 @@ class LoadOutcome:
     client: ClientHealth | None = None
 
 
-def _environment_configures_proxy() -> bool:
+def environment_configures_proxy() -> bool:
     """True when HTTP(S)_PROXY/ALL_PROXY or a netrc file could change how requests are sent."""
     netrc = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
     return bool(urllib.request.getproxies()) or os.path.isfile(netrc)
@@ -115,7 +115,7 @@ def open_session(concurrency: int, clock: Clock) -> aiohttp.ClientSession:
         trace_configs=[send_stamp_config(clock)],
         read_bufsize=READ_BUFSIZE,
         auto_decompress=False,
-        trust_env=_environment_configures_proxy(),
+        trust_env=environment_configures_proxy(),
     )
 
 
@@ -215,7 +215,7 @@ def _failed_record(index: int, start_s: float, error_class: str, message: str,
                          error=message[:ERROR_TEXT_LIMIT], scheduled_start_s=scheduled)
 
 
-def _connection_error_class(exc: BaseException) -> str:
+def classify_connection_error(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ClientConnectorError):
         return "connection_refused"
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError |
@@ -274,7 +274,7 @@ async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: 
         return _failed_record(index, stamp["issued"] - t0, "timeout",
                               f"no complete answer within {timeout_s:g} s", scheduled_s)
     except (aiohttp.ClientError, OSError) as exc:
-        return _failed_record(index, stamp["issued"] - t0, _connection_error_class(exc),
+        return _failed_record(index, stamp["issued"] - t0, classify_connection_error(exc),
                               f"{type(exc).__name__}: {exc}", scheduled_s)
 
 

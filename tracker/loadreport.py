@@ -33,12 +33,13 @@ LOAD_DEFINITIONS = {
 }
 
 
-def _ms(value: float | None) -> float | None:
+def to_ms(value: float | None) -> float | None:
     return None if value is None else value * 1000.0
 
 
-def _stats_ms(key: str, stats: LatencyStats | None) -> dict[str, float | None]:
-    return {f"{stat}_{key}_ms": _ms(getattr(stats, f"{stat}_s") if stats else None)
+def render_stats_ms(key: str, stats: LatencyStats | None) -> dict[str, float | None]:
+    """``mean_/median_/std_/p90_/p99_{key}_ms``, as ``vllm bench serve`` names them."""
+    return {f"{stat}_{key}_ms": to_ms(getattr(stats, f"{stat}_s") if stats else None)
             for stat in ("mean", "median", "std", "p90", "p99")}
 
 
@@ -51,8 +52,8 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "request_rate": load.get("request_rate") if open_loop else None,
         "burstiness": load.get("burstiness") if open_loop else None,
         "max_concurrency": load.get("max_concurrency") if open_loop else None,
-        **_stats_ms("scheduled_ttft", s.scheduled_ttft),
-        **_stats_ms("scheduled_e2el", s.scheduled_e2el),
+        **render_stats_ms("scheduled_ttft", s.scheduled_ttft),
+        **render_stats_ms("scheduled_e2el", s.scheduled_e2el),
         "request_goodput": s.goodput_req_per_s,
         "slo_attainment": s.slo_attainment,
         "slos": result.params.get("slos"),
@@ -61,11 +62,11 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "client_bound": result.client_bound,
         "client_health": None if client is None else {
             "cpu_fraction": client.cpu_fraction,
-            "loop_lag_p99_ms": _ms(client.loop_lag_p99_s),
-            "loop_lag_max_ms": _ms(client.loop_lag_max_s),
-            "send_lag_p50_ms": _ms(client.send_lag_p50_s),
-            "send_lag_p99_ms": _ms(client.send_lag_p99_s),
-            "send_lag_max_ms": _ms(client.send_lag_max_s),
+            "loop_lag_p99_ms": to_ms(client.loop_lag_p99_s),
+            "loop_lag_max_ms": to_ms(client.loop_lag_max_s),
+            "send_lag_p50_ms": to_ms(client.send_lag_p50_s),
+            "send_lag_p99_ms": to_ms(client.send_lag_p99_s),
+            "send_lag_max_ms": to_ms(client.send_lag_max_s),
             "reason": client.reason,
         },
     }

@@ -15,6 +15,7 @@ from tracker.loadreport import (
     render_load_json,
     render_load_label,
     render_run_load_lines,
+    render_stats_ms,
 )
 from tracker.results import LatencyStats, RunResult, WorkloadResult
 from tracker.telemetry.render import (
@@ -45,20 +46,6 @@ DEFINITIONS = {
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else value * 1000.0
-
-
-def _stats_ms(key: str, stats: LatencyStats | None) -> dict[str, float | None]:
-    return {
-        f"mean_{key}_ms": _ms(stats.mean_s if stats else None),
-        f"median_{key}_ms": _ms(stats.median_s if stats else None),
-        f"std_{key}_ms": _ms(stats.std_s if stats else None),
-        f"p90_{key}_ms": _ms(stats.p90_s if stats else None),
-        f"p99_{key}_ms": _ms(stats.p99_s if stats else None),
-    }
-
-
 def render_workload_json(result: WorkloadResult) -> dict[str, Any]:
     s = result.summary
     body: dict[str, Any] = {
@@ -77,7 +64,7 @@ def render_workload_json(result: WorkloadResult) -> dict[str, Any]:
         "total_token_throughput": s.total_token_throughput_tokens_per_s,
     }
     for key in LATENCY_KEYS:
-        body.update(_stats_ms(key, getattr(s, key)))
+        body.update(render_stats_ms(key, getattr(s, key)))
     body.update(
         output_tokens_source=s.output_tokens_source.value if s.output_tokens_source else None,
         input_tokens_source=s.input_tokens_source.value if s.input_tokens_source else None,

@@ -35,11 +35,11 @@ class StreamError(Exception):
 
 
 def error_message(payload: Any) -> str:
-    """The human part of an OpenAI-style error body, cut to a stored length."""
+    """The human part of an OpenAI-style error body (or a ``detail``), cut to a stored length."""
     if isinstance(payload, dict):
         error = payload.get("error", payload)
         if isinstance(error, dict):
-            return str(error.get("message") or error)[:ERROR_TEXT_LIMIT]
+            return str(error.get("message") or error.get("detail") or error)[:ERROR_TEXT_LIMIT]
         return str(error)[:ERROR_TEXT_LIMIT]
     return str(payload)[:ERROR_TEXT_LIMIT]
 

@@ -66,7 +66,7 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def redact_url(url: str) -> str:
+def strip_credentials(url: str) -> str:
     """``url`` without a user name or password."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
@@ -96,7 +96,7 @@ def describe_network(base_url: str) -> str:
             "(and the gateway's own queueing); compare only runs over the same network")
     proxy = find_proxy(base_url)
     if proxy is not None:
-        note += f"; requests go through the proxy {redact_url(proxy[1])} ({proxy[0]})"
+        note += f"; requests go through the proxy {strip_credentials(proxy[1])} ({proxy[0]})"
     return note
 
 

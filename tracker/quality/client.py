@@ -12,19 +12,13 @@ from typing import Any
 
 import aiohttp
 
-from tracker.loadgen import Endpoint
+from tracker.loadgen import Endpoint, classify_connection_error, environment_configures_proxy
 from tracker.quality.scorers import score_output
 from tracker.quality.sets import QualityItem, QualitySet
 from tracker.results import QualityItemResult
+from tracker.sse import ERROR_TEXT_LIMIT, StreamError, error_message
 
 CHAT_PATH = "/v1/chat/completions"
-ERROR_TEXT_LIMIT = 300
-
-
-class _CallError(Exception):
-    def __init__(self, error_class: str, message: str) -> None:
-        super().__init__(message)
-        self.error_class = error_class
 
 
 def build_quality_body(item: QualityItem, model: str, max_tokens: int) -> dict[str, Any]:
@@ -41,14 +35,14 @@ def parse_answer(payload: object) -> str:
     """The answer text of a chat completion body."""
     if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list) \
             or not payload["choices"]:
-        raise _CallError("no_choices", f"a body without choices: {str(payload)[:120]}")
+        raise StreamError("no_choices", f"a body without choices: {str(payload)[:120]}")
     choice = payload["choices"][0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if isinstance(message, dict) and isinstance(message.get("content"), str):
         return str(message["content"])
     if isinstance(choice, dict) and isinstance(choice.get("text"), str):
         return str(choice["text"])
-    raise _CallError("empty_response", "the first choice carries no text")
+    raise StreamError("empty_response", "the first choice carries no text")
 
 
 async def _call(session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[str, Any],
@@ -57,12 +51,16 @@ async def _call(session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[s
     async with session.post(endpoint.url(CHAT_PATH), data=json.dumps(body), headers=headers,
                             timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
         text = await response.text(errors="replace")
-        if response.status != 200:
-            raise _CallError(f"http_{response.status}", text[:ERROR_TEXT_LIMIT])
         try:
-            return parse_answer(json.loads(text))
+            payload = json.loads(text)
         except ValueError:
-            raise _CallError("not_json", text[:120]) from None
+            payload = None
+        if response.status != 200:
+            said = error_message(payload) if payload is not None else text[:ERROR_TEXT_LIMIT]
+            raise StreamError(f"http_{response.status}", said)
+        if payload is None:
+            raise StreamError("not_json", text[:120])
+        return parse_answer(payload)
 
 
 async def run_quality_item(session: aiohttp.ClientSession, endpoint: Endpoint, model: str,
@@ -71,14 +69,14 @@ async def run_quality_item(session: aiohttp.ClientSession, endpoint: Endpoint, m
     body = build_quality_body(item, model, max_tokens)
     try:
         output = await _call(session, endpoint, body, timeout_s)
-    except _CallError as exc:
+    except StreamError as exc:
         return QualityItemResult(item.id, item.scorer, None, None, f"{exc.error_class}: {exc}")
     except TimeoutError:
         return QualityItemResult(item.id, item.scorer, None, None,
                                  f"timeout: no answer within {timeout_s:g} s")
     except (aiohttp.ClientError, OSError) as exc:
-        return QualityItemResult(item.id, item.scorer, None, None,
-                                 f"connection_error: {type(exc).__name__}: {exc}"[:ERROR_TEXT_LIMIT])
+        said = f"{classify_connection_error(exc)}: {type(exc).__name__}: {exc}"
+        return QualityItemResult(item.id, item.scorer, None, None, said[:ERROR_TEXT_LIMIT])
     return QualityItemResult(item.id, item.scorer, output, score_output(item, output))
 
 
@@ -88,7 +86,8 @@ async def run_quality_set(endpoint: Endpoint, model: str, quality_set: QualitySe
     """Every item's answer and score, in the set's order."""
     limit = asyncio.Semaphore(concurrency)
     connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with aiohttp.ClientSession(connector=connector,
+                                     trust_env=environment_configures_proxy()) as session:
         async def one(item: QualityItem) -> QualityItemResult:
             async with limit:
                 return await run_quality_item(session, endpoint, model, item, max_tokens,

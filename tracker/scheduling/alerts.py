@@ -144,7 +144,7 @@ async def post_webhook(settings: WebhookSettings, payload: Mapping[str, Any]
     timeout = aiohttp.ClientTimeout(total=settings.timeout_s)
     delay_s = settings.backoff_s
     attempt = _Attempt(False, None, "not attempted", False)
-    async with aiohttp.ClientSession(timeout=timeout) as client:
+    async with aiohttp.ClientSession(timeout=timeout, trust_env=True) as client:  # HTTPS_PROXY
         for number in range(1, max(1, settings.attempts) + 1):
             attempt = await _post_once(client, settings.url, payload)
             if attempt.ok or not attempt.retry or number == settings.attempts:
