@@ -12,6 +12,7 @@ import yaml
 from tests.simconfigs import FAST_SIM
 from tracker.cli import main
 from tracker.config import ServingConfig
+from tracker.launcher import find_free_port
 from tracker.sim.server import ThreadedSimServer
 
 
@@ -78,11 +79,7 @@ def test_bench_usage_errors_are_one_line_exit_2(sim_url: str, args: list[str], f
 def test_bench_against_nothing_reports_the_failures_and_exits_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = find_free_port()  # nothing listens there
     code = main(["bench", "--base-url", f"http://127.0.0.1:{port}", "--model", "m",
                  "--num-prompts", "3", "--quiet"])
     assert code == 3

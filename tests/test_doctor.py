@@ -7,7 +7,6 @@ Retry-After, and, for one model, an Anthropic-shaped reply without ``choices``.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from aiohttp import web
 from tracker.cli import main
 from tracker.config import ServingConfig
 from tracker.doctor import Diagnosis, DoctorTarget, Status, render_diagnosis, run_doctor
+from tracker.launcher import find_free_port
 from tracker.sim import ThreadedSimServer
 
 GOOD_KEY = "sk-tt-0123456789abcdefGOOD"
@@ -97,9 +97,7 @@ def failure(diagnosis: Diagnosis) -> str:
 
 
 def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return find_free_port()  # nothing listens there
 
 
 async def test_a_working_gateway_is_ready(doctor: Doctor) -> None:

@@ -4,13 +4,13 @@ does not matter; stored runs; the three reports; exit codes 0 / 1 / 2 / 3."""
 from __future__ import annotations
 
 import json
-import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tracker.cli import main
+from tracker.launcher import find_free_port
 
 # run_noise 0: the simulator draws a whole run's speed from a process-wide engine counter, so
 # with it on, a test's outcome would depend on which tests ran before it.
@@ -121,18 +121,11 @@ def test_gate_compares_stored_runs(files: dict[str, Path],
     assert "❌ regression" in rows["TPOT median"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_gate_could_not_measure_when_the_head_target_is_down(
         files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     dead = files["dir"] / "dead.yaml"
     dead.write_text(f"name: dead\ntarget:\n  kind: openai\n  model: m\n"
-                    f"  base_url: http://127.0.0.1:{_free_port()}\n", encoding="utf-8")
+                    f"  base_url: http://127.0.0.1:{find_free_port()}\n", encoding="utf-8")
     code = main(["gate", "--base", str(files["base"]), "--head", str(dead), "--suite",
                  str(files["suite"]), "--repeats", "1", "--db", str(files["db"]), "--quiet"])
     assert code == 3

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -18,6 +17,7 @@ from tests.scripted_server import (
     token_stream,
     usage_chunk,
 )
+from tracker.launcher import find_free_port
 from tracker.loadgen import (
     Endpoint,
     LoadGenerator,
@@ -147,9 +147,7 @@ async def test_a_slow_server_is_a_timeout_record(scripted: ServerFactory) -> Non
 
 
 async def test_a_closed_port_is_a_connection_refused_record() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = find_free_port()  # nothing listens there
     clock = time.perf_counter
     async with open_session(1, clock) as session:
         record = await run_request(session, Endpoint(f"http://127.0.0.1:{port}"),

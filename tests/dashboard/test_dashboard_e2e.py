@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.dashboard.conftest import Populated
+from tracker.launcher import find_free_port
 
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="the playwright package is not installed (the test extra)")
@@ -35,13 +35,6 @@ VIEWPORT = {"width": 1400, "height": 1000}
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="Debian's chromium is not installed (apt-get install -y chromium; CI installs it)")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
@@ -62,7 +55,7 @@ def _wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture
 def dashboard(populated: Populated) -> Iterator[str]:
-    port = _free_port()
+    port = find_free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tracker", "dashboard", "--db", populated.url, "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +16,7 @@ from sqlalchemy.orm import Session
 from tests.scheduling.conftest import add_schedule, requests_of
 from tracker.aio import run_async
 from tracker.errors import ConfigError
+from tracker.launcher import find_free_port
 from tracker.results import RunResult, RunStatus
 from tracker.scheduling.alerts import (
     RegressionAlert,
@@ -72,10 +72,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 def _dead_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hook"  # nothing listens there any more
+    return f"http://127.0.0.1:{find_free_port()}/hook"  # nothing listens there any more
 
 
 def _one_regression(engine: Engine, run: RunResult) -> list[RegressionAlert]:
