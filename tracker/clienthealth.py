@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
 from collections.abc import Callable, Sequence
 
 from tracker.results import ClientHealth
+from tracker.summary import compute_percentile
 
 LOOP_TICK_S = 0.010  # the watchdog timer's period
 LOOP_LAG_LIMIT_S = 0.020  # p99 lag above this: the event loop was too busy to stamp on time
@@ -23,13 +23,7 @@ CPU_LIMIT_FRACTION = 0.95  # the loop thread was busy this share of the wall tim
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    data = sorted(values)
-    position = (len(data) - 1) * q / 100.0
-    low = math.floor(position)
-    high = math.ceil(position)
-    return data[low] + (data[high] - data[low]) * (position - low)
+    return compute_percentile(sorted(values), q) if values else None
 
 
 def _ms(value: float) -> str:

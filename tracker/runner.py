@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
-import tracker
 from tracker.config import LoadedConfig
 from tracker.environment import collect_environment
 from tracker.errors import TrackerError
@@ -22,7 +21,7 @@ from tracker.quality.client import run_quality_set
 from tracker.quality.stats import compute_quality_result
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.suites import LoadedSuite, Workload
-from tracker.targets import TargetHandle, open_target
+from tracker.targets import SIM_ENGINE, TargetHandle, open_target
 from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry
 
@@ -91,7 +90,7 @@ class SuiteRunner:
 
     async def run(self) -> RunOutcome:
         target = self.config.config.target
-        engine = f"tracker-sim {tracker.__version__}" if target.kind == "sim" else None
+        engine = SIM_ENGINE if target.kind == "sim" else None  # the target may say more
         environment = collect_environment(target_kind=target.kind, engine=engine,
                                           config_path=self.config.path,
                                           nvml=self.telemetry.nvml)

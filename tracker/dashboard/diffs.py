@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from tracker.analysis.attribution import ABSENT, compute_mapping_diff
+
 MISSING = "(not set)"
 
 
@@ -29,30 +31,12 @@ class DiffEntry:
         return "changed"
 
 
-def flatten(body: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; lists and scalars are leaves."""
-    flat: dict[str, Any] = {}
-    for key, value in body.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{path}."))
-        else:
-            flat[path] = value
-    return flat
-
-
 def compute_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[DiffEntry]:
-    """Every path whose value differs, sorted by path."""
-    before, after = flatten(old), flatten(new)
-    entries = []
-    for path in sorted(before.keys() | after.keys()):
-        if path not in after:
-            entries.append(DiffEntry(path, before[path], None, new_set=False))
-        elif path not in before:
-            entries.append(DiffEntry(path, None, after[path], old_set=False))
-        elif before[path] != after[path]:
-            entries.append(DiffEntry(path, before[path], after[path]))
-    return entries
+    """Every path whose value differs, sorted by path (the analysis' own mapping diff)."""
+    return [DiffEntry(change.path, None if change.old is ABSENT else change.old,
+                      None if change.new is ABSENT else change.new,
+                      old_set=change.old is not ABSENT, new_set=change.new is not ABSENT)
+            for change in compute_mapping_diff(old, new)]
 
 
 def render_value(value: Any, present: bool = True) -> str:
