@@ -7,6 +7,7 @@ do not change it; any engine arg, the target or the model does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -214,13 +215,15 @@ SECRET_VALUE = re.compile(
 SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key", "apikey", "_credentials")
 
 
+@functools.cache
 def _schema_keys() -> frozenset[str]:
     models: tuple[type[BaseModel], ...] = (ServingConfig, Target, EngineArgs, LaunchSettings,
                                            SimulatorSettings)
     return frozenset(name for model in models for name in model.model_fields)
 
 
-def _is_secret_key(key: str) -> bool:
+def is_secret_key(key: str) -> bool:
+    """A key whose value would be a secret (``api_key``, ``hf_token``…); our own keys are not."""
     name = key.lower().lstrip("-").replace("-", "_")
     if name.removeprefix("sim_") in _schema_keys():  # our keys (prefill_s_per_token, also as
         return False                                   # the simulator's --sim-* flags) are not
@@ -236,7 +239,7 @@ def _refuse_secrets(node: Any, loc: Loc, path: Path, lines: Mapping[Loc, int]) -
     if isinstance(node, Mapping):
         for key, value in node.items():
             child = (*loc, str(key))
-            if _is_secret_key(str(key)) and value not in (None, ""):
+            if is_secret_key(str(key)) and value not in (None, ""):
                 raise SecretInConfigError(
                     f"{where(path, child, lines)}: {format_loc(child)}: a literal secret is not "
                     f"allowed in a config (value hidden); {_FIX}"

@@ -27,12 +27,11 @@ from tracker.analysis.attribution import (
     render_value,
 )
 from tracker.config import (
-    SECRET_KEYS,
-    SECRET_SUFFIXES,
     SECRET_VALUE,
     LoadedConfig,
     ServingConfig,
     build_loaded_config,
+    is_secret_key,
     load_config,
 )
 from tracker.errors import ConfigError, TrackerError
@@ -113,9 +112,7 @@ def _load_git(ref: str) -> LoadedConfig:
 def _looks_secret(path: str, value: Any) -> bool:
     if not isinstance(value, str):
         return False
-    key = path.rsplit(".", 1)[-1].lower().replace("-", "_")
-    return bool(SECRET_VALUE.match(value.strip())) or key in SECRET_KEYS \
-        or key.endswith(SECRET_SUFFIXES)
+    return bool(SECRET_VALUE.match(value.strip())) or is_secret_key(path.rsplit(".", 1)[-1])
 
 
 def redact(change: Change) -> Change:
