@@ -141,21 +141,45 @@ class BenchServer(asyncio.Protocol):
             self.transport.write(WHOLE)
         else:
             match = _ID.search(body)
-            asyncio.get_running_loop().create_task(
-                self._stream(int(match.group(1)) if match else -1, now))
+            _Stream(self.transport, int(match.group(1)) if match else -1, now, self.ttft_s,
+                    self.itl_s).start()
 
-    async def _stream(self, request_id: int, received: float) -> None:
-        assert self.transport is not None and self.ttft_s is not None
-        writes: list[float] = []
+
+class _Stream:
+    """One timed answer, driven by loop timers (no task, no future per token): the server's own
+    work per write stays small, so its arrival stamps are not delayed by its other streams."""
+
+    __slots__ = ("i", "itl_s", "loop", "received", "request_id", "transport", "ttft_s", "writes")
+
+    def __init__(self, transport: asyncio.Transport, request_id: int, received: float,
+                 ttft_s: float, itl_s: float) -> None:
+        self.transport, self.request_id, self.received = transport, request_id, received
+        self.ttft_s, self.itl_s = ttft_s, itl_s
+        self.loop = asyncio.get_running_loop()
+        self.writes: list[float] = []
+        self.i = 0
+
+    def start(self) -> None:
         self.transport.write(HEAD + ROLE)
-        for i in range(TOKENS):
-            delay = received + self.ttft_s + i * self.itl_s - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            writes.append(time.perf_counter())
-            self.transport.write(TOKEN + TAIL if i == TOKENS - 1 else TOKEN)
-        if request_id >= 0:
-            BenchServer.truth[request_id] = {"received": received, "writes": writes}
+        self._next()
+
+    def _next(self) -> None:
+        delay = self.received + self.ttft_s + self.i * self.itl_s - time.perf_counter()
+        if delay > 0:
+            self.loop.call_later(delay, self._write)
+        else:
+            self._write()
+
+    def _write(self) -> None:
+        self.writes.append(time.perf_counter())
+        last = self.i == TOKENS - 1
+        self.transport.write(TOKEN + TAIL if last else TOKEN)
+        self.i += 1
+        if not last:
+            self._next()
+        elif self.request_id >= 0:
+            BenchServer.truth[self.request_id] = {"received": self.received,
+                                                  "writes": self.writes}
 
 
 def serve(ttft_s: float | None, itl_s: float) -> None:

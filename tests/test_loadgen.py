@@ -23,11 +23,10 @@ from tracker.loadgen import (
     LoadGenerator,
     LoadPlan,
     RequestSpec,
-    open_session,
+    open_client,
     run_request,
 )
 from tracker.results import TokenSource
-from tracker.stamping import StampingProtocol
 
 
 def spec(estimate: int = 7) -> RequestSpec:
@@ -37,8 +36,9 @@ def spec(estimate: int = 7) -> RequestSpec:
 
 async def one(server: ScriptedServer, *, timeout_s: float = 10.0):  # type: ignore[no-untyped-def]
     clock = time.perf_counter
-    async with open_session(1, clock) as session:
-        return await run_request(session, Endpoint(server.url), "/v1/chat/completions", spec(),
+    endpoint = Endpoint(server.url)
+    async with open_client(endpoint, clock) as client:
+        return await run_request(client, endpoint, "/v1/chat/completions", spec(),
                                  index=0, t0=0.0, clock=clock, timeout_s=timeout_s)
 
 
@@ -149,10 +149,10 @@ async def test_a_slow_server_is_a_timeout_record(scripted: ServerFactory) -> Non
 async def test_a_closed_port_is_a_connection_refused_record() -> None:
     port = find_free_port()  # nothing listens there
     clock = time.perf_counter
-    async with open_session(1, clock) as session:
-        record = await run_request(session, Endpoint(f"http://127.0.0.1:{port}"),
-                                   "/v1/chat/completions", spec(), index=0, t0=0.0, clock=clock,
-                                   timeout_s=5)
+    endpoint = Endpoint(f"http://127.0.0.1:{port}")
+    async with open_client(endpoint, clock) as client:
+        record = await run_request(client, endpoint, "/v1/chat/completions", spec(), index=0,
+                                   t0=0.0, clock=clock, timeout_s=5)
     assert record.error_class == "connection_refused"
 
 
@@ -189,15 +189,6 @@ async def test_an_echoed_model_that_differs_is_not_an_error(scripted: ServerFact
     server = await scripted(lambda i, b: reply)
     record = await one(server)
     assert record.ok and record.output_tokens == 2 and record.output_chunks == 2
-
-
-async def test_reads_are_stamped_by_the_connection_protocol(scripted: ServerFactory) -> None:
-    server = await scripted(lambda i, b: token_stream(2, ttft_s=0.0, itl_s=0.0))
-    async with open_session(1, time.perf_counter) as session, \
-            session.post(server.url + "/v1/chat/completions", data=spec().body) as response:
-        await response.read()
-        protocol = getattr(response, "_protocol", None)  # what _read_stream relies on
-    assert isinstance(protocol, StampingProtocol) and protocol.read_s > 0
 
 
 def test_endpoint_appends_v1_once() -> None:

@@ -47,8 +47,8 @@ async def test_a_rate_the_client_cannot_sustain_is_marked_client_bound(
     scripted: ServerFactory,
 ) -> None:
     server = await scripted(lambda i, b: token_stream(2, ttft_s=0.0, itl_s=0.0))
-    count = 400
-    arrivals = compute_arrivals(100_000.0, 1.0, count, seed=1)  # 400 requests in ~4 ms
+    count = 1000
+    arrivals = compute_arrivals(1_000_000.0, 1.0, count, seed=1)  # 1000 requests in ~1 ms
     plan = LoadPlan(PATH, [], [spec()] * count, concurrency=count, arrivals_s=arrivals)
     outcome = await LoadGenerator(Endpoint(server.url), plan).run()
     assert len(outcome.records) == count

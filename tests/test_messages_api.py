@@ -13,7 +13,7 @@ import pytest
 
 from tests.scripted_server import Reply, ScriptedServer, ServerFactory
 from tracker.config import load_config
-from tracker.loadgen import Endpoint, RequestSpec, open_session, run_request
+from tracker.loadgen import Endpoint, RequestSpec, open_client, run_request
 from tracker.payloads import ENDPOINT_PATHS, build_request_specs
 from tracker.pipeline import execute_suite
 from tracker.results import TokenSource
@@ -51,9 +51,10 @@ def server_for(scripted: ServerFactory) -> Callable[[Reply], Awaitable[ScriptedS
 async def one(server: ScriptedServer, key: str | None = "sk-test-key") -> Any:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     spec = RequestSpec(json.dumps({"model": "claude-x", "stream": True}).encode(), 5)
-    async with open_session(1, time.perf_counter) as session:
-        return await run_request(session, Endpoint(server.url, headers), ENDPOINT_PATHS["messages"],
-                                 spec, index=0, t0=0.0, clock=time.perf_counter, timeout_s=10)
+    endpoint = Endpoint(server.url, headers)
+    async with open_client(endpoint, time.perf_counter) as client:
+        return await run_request(client, endpoint, ENDPOINT_PATHS["messages"], spec, index=0,
+                                 t0=0.0, clock=time.perf_counter, timeout_s=10)
 
 
 async def test_ttft_counts_from_the_first_text_delta_and_usage_comes_from_the_events(

@@ -1,12 +1,12 @@
-"""The load generator: streams OpenAI-compatible requests with aiohttp and times them.
+"""The load generator: streams OpenAI-compatible requests over its own HTTP/1.1 client and times them.
 
 Timing rules (see tracker.results for the definitions):
-- the send stamp is taken when aiohttp writes the request body (``on_request_chunk_sent``), not
-  when the request is issued: on Python 3.11 aiohttp writes the body from a separately scheduled
-  task, so a stamp taken earlier would add the client's own queueing to TTFT;
+- the send stamp is taken when the request's bytes are in the kernel (tracker.http1): one
+  ``transport.write`` of head and body, stamped as it returns or, for a body bigger than the
+  socket takes at once, when the buffer has drained; never when the request was merely issued;
 - the receive stamp is taken by the connection's protocol when the network read arrives
-  (``data_received``), not when the reading coroutine wakes up, so a busy event loop does not
-  delay it; every chunk of one read shares that stamp;
+  (``data_received``), not when a reading coroutine wakes up, so a busy event loop does not
+  delay it; every chunk of one read shares that stamp, and the body is scanned right there;
 - connections are kept alive and the pool is opened to the concurrency before timing starts;
 - closed loop: ``concurrency`` workers, each sends its next request when one finishes;
   open loop: requests start at planned times (``LoadPlan.arrivals_s``), at most ``concurrency``
@@ -17,19 +17,17 @@ A failed request is data: it becomes a ``RequestRecord`` with ``error_class`` se
 from __future__ import annotations
 
 import asyncio
-import errno
+import contextlib
 import itertools
 import json
-import os
+import operator
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import aiohttp
-
 from tracker.clienthealth import HealthProbe
+from tracker.http1 import Response
 from tracker.results import ClientHealth, RequestRecord, TokenSource
 from tracker.sse import (
     ERROR_TEXT_LIMIT,
@@ -38,12 +36,11 @@ from tracker.sse import (
     StreamScanner,
     error_message,
 )
-from tracker.stamping import StampingConnector, StampingProtocol, send_stamp_config
+from tracker.wire import WireClient
 
 Clock = Callable[[], float]
 ProgressCallback = Callable[[int, int], None]
 
-READ_BUFSIZE = 1 << 20  # long contexts must not stall the client on small reads (vllm#39963)
 MAX_WARM_CONNECTIONS = 1024
 
 
@@ -94,91 +91,40 @@ class LoadOutcome:
     client: ClientHealth | None = None
 
 
-def environment_configures_proxy() -> bool:
-    """True when HTTP(S)_PROXY/ALL_PROXY or a netrc file could change how requests are sent."""
-    netrc = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
-    return bool(urllib.request.getproxies()) or os.path.isfile(netrc)
+def open_client(endpoint: Endpoint, clock: Clock) -> WireClient:
+    """Keep-alive connections to ``endpoint`` (``async with``); HTTP(S)_PROXY honoured."""
+    return WireClient(endpoint.base_url, clock)
 
 
-def open_session(concurrency: int, clock: Clock) -> aiohttp.ClientSession:
-    """A session for one workload: keep-alive pool of ``concurrency``, proxies from the env.
-
-    ``trust_env`` (HTTP(S)_PROXY, NO_PROXY, netrc, as the OpenAI SDK honours them) is on whenever
-    the environment sets any of them; aiohttp then looks them up in a worker thread for every
-    request, so it stays off when there is nothing to find.
-    """
-    connector = StampingConnector(clock, limit=concurrency, limit_per_host=concurrency,
-                                  ttl_dns_cache=300)
-    return aiohttp.ClientSession(
-        connector=connector,
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-        trace_configs=[send_stamp_config(clock)],
-        read_bufsize=READ_BUFSIZE,
-        auto_decompress=False,
-        trust_env=environment_configures_proxy(),
-    )
+def request_head(client: WireClient, endpoint: Endpoint, path: str) -> bytes:
+    """The POST head for ``path``, built once per client (the endpoint's headers are fixed)."""
+    head = client.heads.get(path)
+    if head is None:
+        messages = is_messages_path(path)
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                   **(anthropic_headers(endpoint.headers) if messages else endpoint.headers)}
+        head = client.heads[path] = client.prepare("POST", endpoint.url(path), headers)
+    return head
 
 
-async def _check_response(response: aiohttp.ClientResponse) -> None:
+def check_response(response: Response) -> None:
+    """StreamError unless the answer is a 200 event stream (what went wrong, in the message)."""
     if response.status != 200:
-        text = await response.text(errors="replace")
+        text = response.body.decode("utf-8", "replace")
         try:
             message = error_message(json.loads(text))
         except ValueError:
             message = text[:ERROR_TEXT_LIMIT]
-        retry_after = response.headers.get("Retry-After")
+        retry_after = response.headers.get("retry-after")
         if retry_after is not None:
             message = f"Retry-After: {retry_after}; {message}"
         raise StreamError(f"http_{response.status}", message)
-    content_type = response.headers.get("Content-Type", "")
-    if "text/event-stream" not in content_type:
-        text = await response.text(errors="replace")
+    if not response.streamed:
+        content_type = response.headers.get("content-type", "")
+        text = response.body.decode("utf-8", "replace")
         raise StreamError("not_a_stream",
                           f"expected an SSE stream, got {content_type or 'no content type'}: "
                           f"{text[:120]}")
-
-
-async def _read_stream(response: aiohttp.ClientResponse, clock: Clock,
-                       scanner: StreamScanner) -> StreamScanner:
-    # the connection is released as soon as the body has arrived, which can be before we read;
-    # the response keeps its protocol (private in aiohttp 3.x; without it: stamp on wake-up)
-    protocol = getattr(response, "_protocol", None)
-    if not isinstance(protocol, StampingProtocol):
-        return await _read_stream_awake(response, clock, scanner)
-    content = response.content
-
-    def drain(now: float) -> None:  # runs inside data_received: must never raise
-        if content.exception() is not None:
-            return
-        data = content.read_nowait()
-        if data:
-            try:
-                scanner.feed(data, now)
-            except StreamError as exc:
-                content.set_exception(exc)  # wakes wait_eof below with it
-
-    drain(protocol.read_s)  # what came with the headers
-    protocol.sink = drain
-    try:
-        await content.wait_eof()  # raises what drain set (a StreamError) or the connection's
-    finally:
-        if protocol.sink is drain:  # a reused connection may already serve the next request
-            protocol.sink = None
-    drain(clock())
-    failure = content.exception()
-    if isinstance(failure, StreamError):
-        raise failure
-    scanner.finish()
-    return scanner
-
-
-async def _read_stream_awake(response: aiohttp.ClientResponse, clock: Clock,
-                             scanner: StreamScanner) -> StreamScanner:
-    """The plain path: each read stamped when the reading coroutine wakes up."""
-    while data := await response.content.readany():
-        scanner.feed(data, clock())
-    scanner.finish()
-    return scanner
 
 
 def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamScanner,
@@ -200,7 +146,7 @@ def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamSc
     end = scanner.end_s if scanner.end_s is not None else times[-1]
     return RequestRecord(
         index=index, start_s=sent - t0, ttft_s=times[0] - sent, e2el_s=end - sent,
-        itl_s=tuple(b - a for a, b in itertools.pairwise(times)),
+        itl_s=tuple(map(operator.sub, times[1:], times[:-1])),
         output_tokens=output, output_tokens_source=output_source,
         input_tokens=prompt, input_tokens_source=prompt_source,
         scheduled_start_s=scheduled, output_chunks=len(times),
@@ -213,17 +159,6 @@ def _failed_record(index: int, start_s: float, error_class: str, message: str,
                          output_tokens=None, output_tokens_source=None, input_tokens=None,
                          input_tokens_source=None, error_class=error_class,
                          error=message[:ERROR_TEXT_LIMIT], scheduled_start_s=scheduled)
-
-
-def classify_connection_error(exc: BaseException) -> str:
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return "connection_refused"
-    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError |
-                  ConnectionResetError | BrokenPipeError):
-        return "connection_reset"
-    if isinstance(exc, OSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE):
-        return "connection_reset"
-    return "connection_error"
 
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -244,7 +179,7 @@ def anthropic_headers(headers: dict[str, str]) -> dict[str, str]:
     return out
 
 
-async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: str,
+async def run_request(client: WireClient, endpoint: Endpoint, path: str,
                       spec: RequestSpec, *, index: int, t0: float, clock: Clock,
                       timeout_s: float, scheduled_s: float | None = None,
                       stamp: dict[str, float] | None = None) -> RequestRecord:
@@ -255,27 +190,18 @@ async def run_request(session: aiohttp.ClientSession, endpoint: Endpoint, path: 
     """
     stamp = stamp if stamp is not None else {}
     stamp["issued"] = clock()
-    messages = is_messages_path(path)
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
-               **(anthropic_headers(endpoint.headers) if messages else endpoint.headers)}
+    scanner = AnthropicScanner() if is_messages_path(path) else StreamScanner()
     try:
-        async with session.post(endpoint.url(path), data=spec.body, headers=headers,
-                                trace_request_ctx=stamp,
-                                timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
-            await _check_response(response)
-            scanner = await _read_stream(response, clock,
-                                         AnthropicScanner() if messages else StreamScanner())
+        data = client.request(request_head(client, endpoint, path), spec.body)
+        response = await client.exchange(data, sink=scanner.feed, timeout_s=timeout_s,
+                                         stamp=stamp)
+        check_response(response)
+        scanner.finish()
         return _finish_record(index, spec, stamp.get("sent", stamp["issued"]), scanner, t0,
                               scheduled_s)
     except StreamError as exc:
         return _failed_record(index, stamp.get("sent", stamp["issued"]) - t0, exc.error_class,
                               str(exc), scheduled_s)
-    except TimeoutError:
-        return _failed_record(index, stamp["issued"] - t0, "timeout",
-                              f"no complete answer within {timeout_s:g} s", scheduled_s)
-    except (aiohttp.ClientError, OSError) as exc:
-        return _failed_record(index, stamp["issued"] - t0, classify_connection_error(exc),
-                              f"{type(exc).__name__}: {exc}", scheduled_s)
 
 
 class LoadGenerator:
@@ -296,17 +222,17 @@ class LoadGenerator:
         self.probe = HealthProbe(clock)
 
     async def run(self) -> LoadOutcome:
-        async with open_session(self.plan.concurrency, self.clock) as session:
-            await self._warm_pool(session)
-            await self._run_closed(session, self.plan.warmup, None, keep=False)
+        async with open_client(self.endpoint, self.clock) as client:
+            await self._warm_pool(client)
+            await self._run_closed(client, self.plan.warmup, None, keep=False)
             self.t0 = self.clock()
             self.started_at = datetime.now(UTC)
             self.probe.start()
             try:
                 if self.plan.arrivals_s is not None:
-                    await self._run_open(session, self.plan.arrivals_s)
+                    await self._run_open(client, self.plan.arrivals_s)
                 else:
-                    await self._run_closed(session, self.plan.measured, self.plan.duration_s,
+                    await self._run_closed(client, self.plan.measured, self.plan.duration_s,
                                            keep=True)
             finally:
                 self.probe.stop()
@@ -331,19 +257,19 @@ class LoadGenerator:
             return None
         return (len(arrivals) - 1) / arrivals[-1]
 
-    async def _warm_pool(self, session: aiohttp.ClientSession) -> None:
+    async def _warm_pool(self, client: WireClient) -> None:
         """Open the keep-alive connections before anything is timed."""
         total = len(self.plan.warmup) + self.plan.planned_requests
         count = min(self.plan.concurrency, max(total, 1), MAX_WARM_CONNECTIONS)
+        try:
+            probe = client.prepare("GET", self.endpoint.url("/v1/models"),
+                                   self.endpoint.headers) + b"\r\n"
+        except StreamError:
+            return  # the measured requests will say what is wrong with the headers
 
         async def touch() -> None:
-            try:
-                async with session.get(self.endpoint.url("/v1/models"),
-                                       headers=self.endpoint.headers,
-                                       timeout=aiohttp.ClientTimeout(total=30)) as response:
-                    await response.read()
-            except (aiohttp.ClientError, OSError, TimeoutError):
-                pass  # a target without /v1/models still gets measured
+            with contextlib.suppress(StreamError):  # a target without /v1/models is measured too
+                await client.exchange(probe, sink=None, timeout_s=30, stamp={})
 
         await asyncio.gather(*(touch() for _ in range(count)))
 
@@ -352,7 +278,7 @@ class LoadGenerator:
         if self.on_progress is not None:
             self.on_progress(len(self.records), max(self.plan.planned_requests, len(self.records)))
 
-    async def _run_closed(self, session: aiohttp.ClientSession, specs: Sequence[RequestSpec],
+    async def _run_closed(self, client: WireClient, specs: Sequence[RequestSpec],
                           duration_s: float | None, *, keep: bool) -> None:
         if not specs:
             return
@@ -364,7 +290,7 @@ class LoadGenerator:
                 if duration_s is not None and self.clock() - t0 >= duration_s:
                     return
                 stamp: dict[str, float] = {}
-                record = await run_request(session, self.endpoint, self.plan.path,
+                record = await run_request(client, self.endpoint, self.plan.path,
                                            specs[index % len(specs)], index=index, t0=t0,
                                            clock=self.clock, timeout_s=self.plan.request_timeout_s,
                                            stamp=stamp)
@@ -375,7 +301,7 @@ class LoadGenerator:
         workers = self.plan.concurrency if duration_s is not None else len(specs)
         await asyncio.gather(*(worker() for _ in range(min(self.plan.concurrency, workers))))
 
-    async def _run_open(self, session: aiohttp.ClientSession, arrivals: Sequence[float]) -> None:
+    async def _run_open(self, client: WireClient, arrivals: Sequence[float]) -> None:
         assert self.t0 is not None
         t0, specs = self.t0, self.plan.measured
         slots = asyncio.Semaphore(self.plan.concurrency)
@@ -389,7 +315,7 @@ class LoadGenerator:
                 # max_concurrency slot is the plan, not the client's lateness
                 ready = max(self.clock(), t0 + planned) if full else t0 + planned
                 stamp: dict[str, float] = {}
-                record = await run_request(session, self.endpoint, self.plan.path,
+                record = await run_request(client, self.endpoint, self.plan.path,
                                            specs[index % len(specs)], index=index, t0=t0,
                                            clock=self.clock, timeout_s=self.plan.request_timeout_s,
                                            scheduled_s=planned, stamp=stamp)

@@ -7,18 +7,39 @@ item comes back with ``output`` None, ``score`` None and the error class and mes
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
+import urllib.request
 from typing import Any
 
 import aiohttp
 
-from tracker.loadgen import Endpoint, classify_connection_error, environment_configures_proxy
+from tracker.loadgen import Endpoint
 from tracker.quality.scorers import score_output
 from tracker.quality.sets import QualityItem, QualitySet
 from tracker.results import QualityItemResult
 from tracker.sse import ERROR_TEXT_LIMIT, StreamError, error_message
 
 CHAT_PATH = "/v1/chat/completions"
+
+
+def environment_configures_proxy() -> bool:
+    """True when HTTP(S)_PROXY/ALL_PROXY or a netrc file could change how requests are sent
+    (aiohttp's ``trust_env`` looks them up in a worker thread per request: off when unneeded)."""
+    netrc = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+    return bool(urllib.request.getproxies()) or os.path.isfile(netrc)
+
+
+def classify_connection_error(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return "connection_refused"
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError |
+                  ConnectionResetError | BrokenPipeError):
+        return "connection_reset"
+    if isinstance(exc, OSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE):
+        return "connection_reset"
+    return "connection_error"
 
 
 def build_quality_body(item: QualityItem, model: str, max_tokens: int) -> dict[str, Any]:
