@@ -1,8 +1,15 @@
-"""The client-bound verdict on literal measurements."""
+"""The client-bound verdict on literal measurements, and the collector kept out of timing."""
 
 from __future__ import annotations
 
-from tracker.clienthealth import compute_client_health
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+from tracker import clienthealth
+from tracker.clienthealth import GcPause, compute_client_health
 
 
 def test_a_healthy_client_is_not_client_bound() -> None:
@@ -39,3 +46,39 @@ def test_nothing_measured_is_none_not_zero() -> None:
                                    open_loop=False)
     assert health.loop_lag_p99_s is None and health.send_lag_max_s is None
     assert not health.client_bound
+
+
+async def test_garbage_collection_is_paused_while_timing_and_restored_after() -> None:
+    assert gc.isenabled()
+    pause = GcPause()
+    pause.start()
+    try:
+        assert not gc.isenabled()
+    finally:
+        pause.stop()
+    assert gc.isenabled()
+
+
+async def test_paused_collection_still_collects_when_cycles_pile_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(clienthealth, "GC_YOUNG_LIMIT", 1_000)
+    monkeypatch.setattr(clienthealth, "GC_CHECK_S", 0.01)
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    gc.collect()
+    pause = GcPause()
+    pause.start()
+    try:
+        probe = weakref.ref(Node())
+        for _ in range(2_000):
+            Node()
+        assert probe() is not None  # not collected yet: collection is paused
+        await asyncio.sleep(0.05)
+        assert probe() is None  # the guard ran one collection
+        assert not gc.isenabled()
+    finally:
+        pause.stop()

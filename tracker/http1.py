@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,18 +92,14 @@ def parse_head(head: bytes) -> tuple[int, str, dict[str, str], bool]:
     return int(parts[1]), reason, headers, parts[0] == b"HTTP/1.1"
 
 
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?")  # size, then extensions
+
+
 def _chunk_size(line: bytes) -> int:
-    try:
-        length = int(line, 16)
-    except ValueError:  # a chunk extension (";name=value"), or not a size at all
-        field = line.split(b";", 1)[0].strip()
-        try:
-            length = int(field, 16) if field.isalnum() else -1
-        except ValueError:
-            length = -1
-    if length < 0:
+    match = _CHUNK_SIZE.fullmatch(line)
+    if match is None:
         raise StreamError("bad_response", f"not a chunk size: {line[:40]!r}")
-    return length
+    return int(match.group(1), 16)
 
 
 class Http1Connection(asyncio.Protocol):
@@ -187,7 +184,7 @@ class Http1Connection(asyncio.Protocol):
         done = self.done
         if done is None or done.done():
             return
-        if self._phase == _UNTIL_CLOSE:
+        if self._phase == _UNTIL_CLOSE and exc is None:  # the close is the end of the body
             self._phase = _DONE
             self._keep_alive = False
             self._finish()
@@ -340,6 +337,8 @@ class Http1Connection(asyncio.Protocol):
         self._phase = _DONE
 
     def _deliver(self, data: bytes, now: float) -> None:
+        if not data:
+            return
         if self._streaming:
             assert self._sink is not None
             self._sink(data, now)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tracker.clienthealth import HealthProbe
+from tracker.clienthealth import GcPause, HealthProbe
 from tracker.http1 import Response
 from tracker.results import ClientHealth, RequestRecord, TokenSource
 from tracker.sse import (
@@ -228,6 +228,8 @@ class LoadGenerator:
             self.t0 = self.clock()
             self.started_at = datetime.now(UTC)
             self.probe.start()
+            gc_pause = GcPause()
+            gc_pause.start()
             try:
                 if self.plan.arrivals_s is not None:
                     await self._run_open(client, self.plan.arrivals_s)
@@ -235,6 +237,7 @@ class LoadGenerator:
                     await self._run_closed(client, self.plan.measured, self.plan.duration_s,
                                            keep=True)
             finally:
+                gc_pause.stop()
                 self.probe.stop()
             return self.outcome(complete=True)
 

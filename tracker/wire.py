@@ -59,16 +59,22 @@ def parse_route(base_url: str) -> Route:
         raise ConfigError(f"base URL {base_url!r}: the port is not a number; fix base_url") from None
     route = Route(parts.scheme, parts.hostname, port)
     proxies = urllib.request.getproxies()
-    proxy_url = proxies.get(parts.scheme) or proxies.get("all")
+    key = parts.scheme if proxies.get(parts.scheme) else "all"
+    proxy_url = proxies.get(key)
     if not proxy_url or urllib.request.proxy_bypass(parts.hostname):
         return route
-    return _with_proxy(route, proxy_url)
+    return _with_proxy(route, proxy_url, f"{key.upper()}_PROXY")
 
 
-def _with_proxy(route: Route, proxy_url: str) -> Route:
-    name = f"{route.scheme.upper()}_PROXY"
+def _with_proxy(route: Route, proxy_url: str, name: str) -> Route:
     proxy = urllib.parse.urlsplit(proxy_url if "://" in proxy_url else f"http://{proxy_url}")
-    shown = f"{proxy.scheme}://{proxy.hostname}" + (f":{proxy.port}" if proxy.port else "")
+    try:
+        port = proxy.port
+    except ValueError:
+        after_host = proxy.netloc.rpartition("@")[2]
+        raise ConfigError(f"{name}={proxy.scheme}://{after_host}: the port is not a port "
+                          "number; fix or unset it") from None
+    shown = f"{proxy.scheme}://{proxy.hostname}" + (f":{port}" if port else "")
     if proxy.scheme != "http" or not proxy.hostname:
         raise ConfigError(f"{name}={shown}: only http:// proxies are supported; fix or unset it")
     auth = None
@@ -76,7 +82,7 @@ def _with_proxy(route: Route, proxy_url: str) -> Route:
         user = urllib.parse.unquote(proxy.username)
         secret = urllib.parse.unquote(proxy.password or "")
         auth = "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
-    return Route(route.scheme, route.host, route.port, (proxy.hostname, proxy.port or 80),
+    return Route(route.scheme, route.host, route.port, (proxy.hostname, port or 80),
                  f"{name}={shown}", auth)
 
 
@@ -136,8 +142,9 @@ class WireClient:
         connection: Http1Connection | None = None
         try:
             async with asyncio.timeout(timeout_s):
-                for attempt in (1, 2):
-                    connection = await self._acquire(min(timeout_s, CONNECT_TIMEOUT_S))
+                for attempt in (1, 2):  # the second on a new connection
+                    connection = await self._acquire(min(timeout_s, CONNECT_TIMEOUT_S),
+                                                     reuse=attempt == 1)
                     try:
                         response = await connection.send(data, sink, stamp)
                     except StaleConnection:
@@ -164,8 +171,8 @@ class WireClient:
         else:
             connection.abort("not kept alive")
 
-    async def _acquire(self, connect_timeout_s: float) -> Http1Connection:
-        while self.idle:
+    async def _acquire(self, connect_timeout_s: float, *, reuse: bool = True) -> Http1Connection:
+        while reuse and self.idle:
             connection = self.idle.pop()
             if connection.reusable:
                 return connection
@@ -196,7 +203,11 @@ class WireClient:
         except OSError as exc:
             raise self._connect_error(exc) from None
         if route.proxy is not None and route.scheme == "https":
-            await self._tunnel(connection)
+            try:
+                await self._tunnel(connection)
+            except BaseException:  # a failure, a timeout, a cancellation: hang up on the proxy
+                connection.abort("the tunnel was not opened")
+                raise
         return connection
 
     def _connect_error(self, exc: OSError) -> StreamError:
