@@ -17,8 +17,11 @@ the measured phase) and the tracker's ratios to both references.
 
 Part 2 (timing error): the same server with a known TTFT (100 ms) and ITL (20 ms), 128 tokens,
 logs the true time of every write and of each request's arrival (``time.perf_counter``, i.e.
-CLOCK_MONOTONIC, shared by both processes). The tracker's per-request TTFT, TPOT, every ITL gap
-and output tokens are compared with that truth at 1, 64 and 256 streams.
+CLOCK_MONOTONIC, shared by both processes). Its answers are driven by loop timers, one callback
+per write (no task or future per token), so its own work stays small and its arrival stamps
+are not held up by its other streams; client and server run under SCHED_FIFO where allowed.
+The tracker's per-request TTFT, TPOT, every ITL gap and output tokens are compared with that
+truth at 1, 64 and 256 streams.
 
 Nothing is asserted: this prints tables. CPU counts and Python version are in the header.
 """
@@ -402,44 +405,87 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _errors(result: dict[str, Any], truth: dict[str, Any]) -> dict[str, Any]:
-    ttft, tpot, itl, token_mismatch = [], [], [], 0
-    for index, _start, ttft_s, tpot_s, gaps, tokens in result["records"]:
+    ttft: list[float] = []
+    tpot: list[float] = []
+    itl: list[float] = []
+    arrival: list[float] = []
+    read: list[float] = []
+    token_mismatch = 0
+    for index, start_s, ttft_s, tpot_s, gaps, tokens in result["records"]:
         true = truth[str(index)]
         writes = true["writes"]
         ttft.append(ttft_s - (writes[0] - true["received"]))
+        sent = result["t0"] + start_s  # the TTFT error is the sum of these two lags:
+        arrival.append(true["received"] - sent)  # client's send stamp -> server's arrival stamp
+        read.append(sent + ttft_s - writes[0])  # server's first write -> client's read stamp
         tpot.append(tpot_s - (writes[-1] - writes[0]) / (len(writes) - 1))
         true_gaps = [b - a for a, b in itertools.pairwise(writes)]
         if len(gaps) == len(true_gaps):
             itl.extend(g - t for g, t in zip(gaps, true_gaps, strict=True))
         token_mismatch += tokens != len(writes)
     return {"n": len(result["records"]), "ttft": ttft, "tpot": tpot, "itl": itl,
-            "token_mismatch": token_mismatch}
+            "token_mismatch": token_mismatch, "arrival": arrival, "read": read}
 
 
-def part_timing(levels: list[tuple[int, int]]) -> None:
+def _steal_ms() -> dict[int, float]:
+    """Per CPU, the time the hypervisor ran something else while this VM's CPU wanted to run
+    (``steal`` in /proc/stat); empty where there is no such file."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return {}
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    return {int(f[0][3:]): int(f[8]) * tick_ms for f in (line.split() for line in lines)
+            if f[0].startswith("cpu") and f[0][3:].isdigit() and len(f) > 8}
+
+
+def _timing_row(concurrency: int, requests: int) -> tuple[list[float], dict[str, Any]]:
+    server = Server(0.1, 0.02, realtime=True)
+    try:
+        run_client("tracker", server.url, concurrency, concurrency)  # warm-up, not compared
+        before = _steal_ms()
+        result = run_client("tracker", server.url, concurrency, requests, truth=True)
+        after = _steal_ms()
+        errors = _errors(result, server.truth())
+    finally:
+        server.stop()
+
+    def ms(values: list[float], what: str) -> float:
+        return (statistics.fmean(values) if what == "mean" else _percentile(values, 99)) * 1000
+
+    stolen = [after.get(cpu, 0.0) - before.get(cpu, 0.0) for cpu in (1, 0)]
+    row = [ms(errors["ttft"], "mean"), ms(errors["ttft"], "p99"), ms(errors["tpot"], "mean"),
+           ms(errors["tpot"], "p99"), ms(errors["itl"], "mean"), ms(errors["itl"], "p99"),
+           float(errors["token_mismatch"]), ms(errors["arrival"], "p99"),
+           ms(errors["read"], "p99"), result["cpu_s"] * 1000 / max(result["ok"], 1), *stolen]
+    return row, errors
+
+
+def part_timing(levels: list[tuple[int, int]], reps: int) -> None:
     rows: list[list[str]] = []
+    formats = ["{:+.3f}"] * 6 + ["{:.0f}"] + ["{:+.3f}"] * 2 + ["{:.2f}", "{:.0f}", "{:.0f}"]
     for concurrency, requests in levels:
-        server = Server(0.1, 0.02, realtime=True)
-        try:
-            run_client("tracker", server.url, concurrency, concurrency)  # warm-up, not compared
-            result = run_client("tracker", server.url, concurrency, requests, truth=True)
-            errors = _errors(result, server.truth())
-        finally:
-            server.stop()
-
-        def ms(values: list[float], what: str) -> str:
-            value = statistics.fmean(values) if what == "mean" else _percentile(values, 99)
-            return f"{value * 1000:+.3f}"
-
-        rows.append([str(concurrency), str(errors["n"]), ms(errors["ttft"], "mean"),
-                     ms(errors["ttft"], "p99"), ms(errors["tpot"], "mean"),
-                     ms(errors["tpot"], "p99"), ms(errors["itl"], "mean"),
-                     ms(errors["itl"], "p99"), str(errors["token_mismatch"]),
-                     f"{result['cpu_s'] * 1000 / max(result['ok'], 1):.2f}"])
+        runs = []
+        for rep in range(reps):
+            row, errors = _timing_row(concurrency, requests)
+            runs.append(row)
+            rows.append([str(concurrency), f"run {rep + 1}", str(errors["n"]),
+                         *(f.format(v) for f, v in zip(formats, row, strict=True))])
+        if reps > 1:
+            medians = [statistics.median(column) for column in zip(*runs, strict=True)]
+            rows.append([str(concurrency), "median", "",
+                         *(f.format(v) for f, v in zip(formats, medians, strict=True))])
     print("\nPart 2: tracker error against server truth (TTFT 100 ms, ITL 20 ms, "
-          f"{TOKENS} tokens); ms, measured - true\n")
-    print(table(["streams", "requests", "TTFT mean", "TTFT p99", "TPOT mean", "TPOT p99",
-                 "ITL mean", "ITL p99", "token mismatches", "CPU-ms/req"], rows))
+          f"{TOKENS} tokens); ms, measured - true; each run a fresh server and client\n")
+    print(table(["streams", "", "requests", "TTFT mean", "TTFT p99", "TPOT mean", "TPOT p99",
+                 "ITL mean", "ITL p99", "token mismatches", "send->arrival p99",
+                 "write->read p99", "CPU-ms/req", "stolen ms client", "stolen ms server"], rows))
+    print("\nThe TTFT error is the sum of two lags: the client's send stamp to the server's "
+          "arrival stamp\n(network, and the server's own loop) and the server's first write to "
+          "the client's read stamp.\n'stolen ms': time the hypervisor took the client's (CPU 1) "
+          "or the server's (CPU 0) CPU away\nduring the measured run (/proc/stat steal); a "
+          "thread that is not running stamps nothing, so a\nrun with steal shows it in its "
+          "tail.")
 
 
 def main() -> None:
@@ -458,7 +504,8 @@ def main() -> None:
         part_throughput([(1, 600 // scale), (32, 3000 // scale), (256, 4000 // scale)],
                         args.reps)
     if args.part in ("all", "timing"):
-        part_timing([(1, 8 // min(scale, 2)), (64, 256 // scale), (256, 768 // scale)])
+        part_timing([(1, 8 // min(scale, 2)), (64, 256 // scale), (256, 768 // scale)],
+                    args.reps)
 
 
 if __name__ == "__main__":

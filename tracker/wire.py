@@ -24,7 +24,15 @@ from types import TracebackType
 
 from tracker import __version__
 from tracker.errors import ConfigError
-from tracker.http1 import Clock, Http1Connection, PollClock, Response, Sink, StaleConnection
+from tracker.http1 import (
+    Clock,
+    Handoff,
+    Http1Connection,
+    PollClock,
+    Response,
+    Sink,
+    StaleConnection,
+)
 from tracker.sse import StreamError
 
 CONNECT_TIMEOUT_S = 30.0
@@ -99,6 +107,7 @@ class WireClient:
         self.route = parse_route(base_url)
         self.loop = asyncio.get_running_loop()
         self.clock = PollClock(self.loop, clock)
+        self.handoff = Handoff(self.loop)
         self.idle: list[Http1Connection] = []
         self.ssl = ssl.create_default_context() if self.route.scheme == "https" else None
         self.heads: dict[str, bytes] = {}  # the caller's cache of prepared heads
@@ -188,7 +197,7 @@ class WireClient:
         return f"the proxy ({route.proxy_label})" if route.proxy else route.authority
 
     def _factory(self) -> Http1Connection:
-        return Http1Connection(self.loop, self.clock)
+        return Http1Connection(self.loop, self.clock, self.handoff)
 
     async def _open(self) -> Http1Connection:
         route = self.route
