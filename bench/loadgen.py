@@ -1,6 +1,6 @@
 """Load-generator speed and timing error, against a server of our own and a minimal client.
 
-Run: .venv/bin/python bench/loadgen.py [--quick] [--reps 3]
+Run: .venv/bin/python bench/loadgen.py [--quick] [--reps 3] [--attempts 8] [--part timing]
 
 Part 1 (throughput): a zero-delay streaming server (a raw asyncio protocol on uvloop, every
 response pre-built, 128 content chunks in vLLM's chunk format) is pinned to CPU 0 and each client
@@ -461,19 +461,26 @@ def _timing_row(concurrency: int, requests: int) -> tuple[list[float], dict[str,
     return row, errors
 
 
-def part_timing(levels: list[tuple[int, int]], reps: int) -> None:
+CLEAN_STEAL_MS = 20.0  # a run is "clean" when neither CPU lost more than this to the hypervisor
+
+
+def part_timing(levels: list[tuple[int, int]], reps: int, attempts: int) -> None:
+    """Each level until ``reps`` clean runs (or ``attempts`` runs); every run is printed."""
     rows: list[list[str]] = []
     formats = ["{:+.3f}"] * 6 + ["{:.0f}"] + ["{:+.3f}"] * 2 + ["{:.2f}", "{:.0f}", "{:.0f}"]
     for concurrency, requests in levels:
-        runs = []
-        for rep in range(reps):
+        clean: list[list[float]] = []
+        for attempt in range(attempts):
             row, errors = _timing_row(concurrency, requests)
-            runs.append(row)
-            rows.append([str(concurrency), f"run {rep + 1}", str(errors["n"]),
-                         *(f.format(v) for f, v in zip(formats, row, strict=True))])
-        if reps > 1:
-            medians = [statistics.median(column) for column in zip(*runs, strict=True)]
-            rows.append([str(concurrency), "median", "",
+            ok = max(row[-2:]) < CLEAN_STEAL_MS
+            clean += [row] if ok else []
+            rows.append([str(concurrency), f"run {attempt + 1}" + ("" if ok else " (steal)"),
+                         str(errors["n"]), *(f.format(v) for f, v in zip(formats, row, strict=True))])
+            if len(clean) >= reps:
+                break
+        if clean:
+            medians = [statistics.median(column) for column in zip(*clean, strict=True)]
+            rows.append([str(concurrency), f"median of {len(clean)} clean", "",
                          *(f.format(v) for f, v in zip(formats, medians, strict=True))])
     print("\nPart 2: tracker error against server truth (TTFT 100 ms, ITL 20 ms, "
           f"{TOKENS} tokens); ms, measured - true; each run a fresh server and client\n")
@@ -485,7 +492,9 @@ def part_timing(levels: list[tuple[int, int]], reps: int) -> None:
           "the client's read stamp.\n'stolen ms': time the hypervisor took the client's (CPU 1) "
           "or the server's (CPU 0) CPU away\nduring the measured run (/proc/stat steal); a "
           "thread that is not running stamps nothing, so a\nrun with steal shows it in its "
-          "tail.")
+          f"tail. A run is clean when both lost under {CLEAN_STEAL_MS:.0f} ms; the medians are "
+          "over clean runs\n(the machine's noise, not the client's, is what the others "
+          "measure).")
 
 
 def main() -> None:
@@ -493,6 +502,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
     parser.add_argument("--part", choices=("all", "throughput", "timing"), default="all")
+    parser.add_argument("--attempts", type=int, default=8,
+                        help="timing part: runs per level at most, to find --reps clean ones")
     args = parser.parse_args()
     scale = 4 if args.quick else 1
     pinned = ("server on CPU 0, client on CPU 1" if "taskset" in _pin(0)
@@ -505,7 +516,7 @@ def main() -> None:
                         args.reps)
     if args.part in ("all", "timing"):
         part_timing([(1, 8 // min(scale, 2)), (64, 256 // scale), (256, 768 // scale)],
-                    args.reps)
+                    args.reps, max(args.attempts, args.reps))
 
 
 if __name__ == "__main__":

@@ -200,3 +200,16 @@ def test_endpoint_appends_v1_once() -> None:
 def test_endpoint_repr_never_shows_the_key() -> None:
     endpoint = Endpoint("http://h", {"Authorization": "Bearer sk-secret-value"})
     assert "sk-secret" not in repr(endpoint)
+
+
+async def test_an_event_longer_than_any_read_buffer_is_one_chunk(scripted: ServerFactory) -> None:
+    # a 300 KB content chunk (a long context echoed back, or a big logprobs payload) spans many
+    # network reads; the client must neither stall nor fail on it (vllm#39963)
+    huge = "x" * 300_000
+    reply = Reply([(0.0, chat_chunk("a")), (0.01, chat_chunk(huge)), (0.01, chat_chunk("b")),
+                   (0.0, usage_chunk(4, 3)), (0.0, DONE)])
+    server = await scripted(lambda i, b: reply)
+    record = await one(server)
+    assert record.ok, record.error
+    assert record.output_chunks == 3 and record.output_tokens == 3
+    assert len(record.itl_s) == 2

@@ -376,7 +376,7 @@ async def test_a_timeout_aborts_the_connection_and_the_next_exchange_opens_a_new
         started = time.perf_counter()
         with pytest.raises(StreamError) as caught:
             await client.exchange(data, sink=None, timeout_s=0.2, stamp={})
-        assert time.perf_counter() - started < 1.0
+        assert time.perf_counter() - started < 2.0  # 0.2 s, and slack for a loaded CI machine
         assert caught.value.error_class == "timeout"
         assert "0.2 s" in str(caught.value)
         assert client.idle == []

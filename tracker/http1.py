@@ -129,14 +129,7 @@ def parse_head(head: bytes) -> tuple[int, str, dict[str, str], bool]:
     return int(parts[1]), reason, headers, parts[0] == b"HTTP/1.1"
 
 
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?")  # size, then extensions
-
-
-def _chunk_size(line: bytes) -> int:
-    match = _CHUNK_SIZE.fullmatch(line)
-    if match is None:
-        raise StreamError("bad_response", f"not a chunk size: {line[:40]!r}")
-    return int(match.group(1), 16)
+_CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?\r\n")  # size, extensions
 
 
 class Http1Connection(asyncio.Protocol):
@@ -329,16 +322,19 @@ class Http1Connection(asyncio.Protocol):
                 if not buffer.startswith(b"\r\n", pos):
                     raise StreamError("bad_response", "a chunk of the body is longer than announced")
                 pos, need = pos + 2, 0
-        find, startswith, append = buffer.find, buffer.startswith, out.append
+        head, startswith, append = _CHUNK_HEAD.match, buffer.startswith, out.append
         while need == 0 and pos < size:  # at a chunk-size line: the common case is a whole chunk
-            end = find(b"\r\n", pos)
-            if end < 0:
+            match = head(buffer, pos)
+            if match is None:
+                end = buffer.find(b"\r\n", pos)
+                if end >= 0:
+                    raise StreamError("bad_response", f"not a chunk size: {buffer[pos:end][:40]!r}")
                 if size - pos > 4096:
                     raise StreamError("bad_response", "a chunk-size line is over 4 KiB")
-                self._rest = buffer[pos:]
+                self._rest = buffer[pos:]  # the line goes on in the next read
                 break
-            length = _chunk_size(buffer[pos:end])
-            start = end + 2
+            length = int(match.group(1), 16)
+            start = match.end()
             if length == 0:
                 self._phase = _TRAILERS
                 self._read_trailers(buffer[start:])
