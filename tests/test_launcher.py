@@ -202,6 +202,7 @@ def test_ctrl_c_during_a_cli_run_stops_the_launched_server(tmp_path: Path, log_d
     finally:
         if tracker.poll() is None:
             tracker.kill()
+            tracker.communicate()  # reap it and close its pipes, whatever failed above
     assert tracker.returncode == 130, err.decode()
     assert b"interrupted" in err
     assert not is_group_alive(sim_pid(log_path))
