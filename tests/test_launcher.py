@@ -190,9 +190,14 @@ def test_ctrl_c_during_a_cli_run_stops_the_launched_server(tmp_path: Path, log_d
                      "input_tokens: 16}\n    max_tokens: 2000\n    ignore_eos: true\n"
                      "    concurrency: 2\n    num_requests: 50\n")
     env = {**os.environ, "TRACKER_LOG_DIR": str(log_dir)}
+    # `python -m tracker run …`, with Ctrl-C's default restored first: a shell starts background
+    # jobs (a CI script's `&`, nohup) with SIGINT ignored, and a child inherits that
+    restore_sigint = ("import runpy, signal, sys; signal.signal(signal.SIGINT, "
+                      "signal.default_int_handler); sys.argv[0] = 'tracker'; "
+                      "runpy.run_module('tracker', run_name='__main__', alter_sys=True)")
     tracker = subprocess.Popen(
-        [sys.executable, "-m", "tracker", "run", "--config", str(config), "--suite", str(suite),
-         "--db", str(tmp_path / "runs.db"), "--quiet"],
+        [sys.executable, "-c", restore_sigint, "run", "--config", str(config), "--suite",
+         str(suite), "--db", str(tmp_path / "runs.db"), "--quiet"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         log_path = _wait_for_log(log_dir, "Application startup complete", 30)
