@@ -85,3 +85,14 @@ async def test_paused_collection_still_collects_when_cycles_pile_up(
         assert not gc.isenabled()
     finally:
         pause.stop()
+
+
+def test_late_requests_say_when_connections_had_to_be_opened_while_measuring() -> None:
+    late = [0.05] * 10
+    health = compute_client_health(cpu_fraction=0.2, loop_lags_s=[0.001], send_lags_s=late,
+                                   open_loop=True, connections_opened=37)
+    assert health.client_bound and health.reason is not None
+    assert "37 connections had to be opened while measuring" in health.reason
+    plain = compute_client_health(cpu_fraction=0.2, loop_lags_s=[0.001], send_lags_s=late,
+                                  open_loop=True)
+    assert plain.reason is not None and "connections" not in plain.reason

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from tests.scripted_server import ServerFactory, token_stream
 from tests.test_loadgen import spec
+from tracker import loadgen
 from tracker.loadgen import Endpoint, LoadGenerator, LoadPlan
 from tracker.loadshapes import compute_arrivals
 from tracker.summary import compute_workload_summary
@@ -76,3 +79,15 @@ def test_open_loop_plan_knows_its_shape() -> None:
     closed = LoadPlan(PATH, [], [spec()] * 2, concurrency=2)
     assert not closed.open_loop and closed.planned_requests == 2
     assert math.isfinite(plan.request_timeout_s)
+
+
+async def test_connections_opened_beyond_the_warmed_pool_are_counted(
+    scripted: ServerFactory, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(loadgen, "MAX_WARM_CONNECTIONS", 2)
+    server = await scripted(lambda i, b: token_stream(2, ttft_s=0.2, itl_s=0.0))
+    plan = LoadPlan(PATH, [], [spec()] * 10, concurrency=10, arrivals_s=[0.0] * 10)
+    generator = LoadGenerator(Endpoint(server.url), plan)
+    outcome = await generator.run()
+    assert all(r.ok for r in outcome.records)
+    assert generator.connections_opened == 8  # 10 in flight at once, 2 warmed

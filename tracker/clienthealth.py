@@ -35,16 +35,21 @@ def _ms(value: float) -> str:
 
 def compute_client_health(*, cpu_fraction: float | None, loop_lags_s: Sequence[float],
                           send_lags_s: Sequence[float], open_loop: bool,
-                          planned_rate_per_s: float | None = None) -> ClientHealth:
+                          planned_rate_per_s: float | None = None,
+                          connections_opened: int = 0) -> ClientHealth:
     """The verdict: client-bound when requests left late (open loop), the loop lagged, or the
-    client's loop thread was saturated."""
+    client's loop thread was saturated. ``connections_opened``: connections the client had to open
+    while measuring (beyond the warmed pool), which delay the requests waiting for them."""
     loop_p99 = _percentile(loop_lags_s, 99)
     send_p50, send_p99 = _percentile(send_lags_s, 50), _percentile(send_lags_s, 99)
     reasons: list[str] = []
     if open_loop and send_p99 is not None and send_p99 > SEND_LAG_LIMIT_S:
         rate = f" at {planned_rate_per_s:.4g} req/s" if planned_rate_per_s else ""
+        why = (f"; {connections_opened} connections had to be opened while measuring (more "
+               "requests in flight than the warmed pool: set max_concurrency)"
+               if connections_opened else "")
         reasons.append(f"requests left up to {_ms(send_p99)} (p99) after their planned start"
-                       f"{rate}: the client could not keep the schedule")
+                       f"{rate}: the client could not keep the schedule{why}")
     if loop_p99 is not None and loop_p99 > LOOP_LAG_LIMIT_S:
         reasons.append(f"the client's event loop lagged {_ms(loop_p99)} (p99), so timestamps "
                        "and sends were late")
@@ -95,14 +100,16 @@ class HealthProbe:
         if sent is not None and ready is not None:
             self.send_lags_s.append(max(sent - ready, 0.0))
 
-    def summary(self, *, open_loop: bool, planned_rate_per_s: float | None) -> ClientHealth:
+    def summary(self, *, open_loop: bool, planned_rate_per_s: float | None,
+                connections_opened: int = 0) -> ClientHealth:
         cpu = self._cpu_fraction
         if cpu is None and self._cpu0 is not None and self._wall0 is not None:
             wall = self.clock() - self._wall0  # still running (a cut-short workload)
             cpu = (time.thread_time() - self._cpu0) / wall if wall > 0 else None
         return compute_client_health(cpu_fraction=cpu, loop_lags_s=self.loop_lags_s,
                                      send_lags_s=self.send_lags_s, open_loop=open_loop,
-                                     planned_rate_per_s=planned_rate_per_s)
+                                     planned_rate_per_s=planned_rate_per_s,
+                                     connections_opened=connections_opened)
 
     async def _watch(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

@@ -220,6 +220,7 @@ class LoadGenerator:
         self.t0: float | None = None
         self.started_at: datetime | None = None
         self.probe = HealthProbe(clock)
+        self.connections_opened = 0  # while measuring: beyond the warmed pool
 
     async def run(self) -> LoadOutcome:
         async with open_client(self.endpoint, self.clock) as client:
@@ -230,6 +231,7 @@ class LoadGenerator:
             self.probe.start()
             gc_pause = GcPause()
             gc_pause.start()
+            warmed = client.opened
             try:
                 if self.plan.arrivals_s is not None:
                     await self._run_open(client, self.plan.arrivals_s)
@@ -239,6 +241,7 @@ class LoadGenerator:
             finally:
                 gc_pause.stop()
                 self.probe.stop()
+                self.connections_opened = client.opened - warmed
             return self.outcome(complete=True)
 
     def outcome(self, *, complete: bool) -> LoadOutcome:
@@ -250,7 +253,8 @@ class LoadGenerator:
         records = tuple(sorted(self.records, key=lambda r: r.index))
         started = self.started_at or datetime.now(UTC)
         rate = self._planned_rate()
-        client = self.probe.summary(open_loop=self.plan.open_loop, planned_rate_per_s=rate)
+        client = self.probe.summary(open_loop=self.plan.open_loop, planned_rate_per_s=rate,
+                                    connections_opened=self.connections_opened)
         return LoadOutcome(records, started, datetime.now(UTC), max(duration, 0.0), complete,
                            client)
 

@@ -111,6 +111,7 @@ class WireClient:
         self.idle: list[Http1Connection] = []
         self.ssl = ssl.create_default_context() if self.route.scheme == "https" else None
         self.heads: dict[str, bytes] = {}  # the caller's cache of prepared heads
+        self.opened = 0  # connections opened so far
 
     async def __aenter__(self) -> WireClient:
         return self
@@ -217,6 +218,7 @@ class WireClient:
             except BaseException:  # a failure, a timeout, a cancellation: hang up on the proxy
                 connection.abort("the tunnel was not opened")
                 raise
+        self.opened += 1
         return connection
 
     def _connect_error(self, exc: OSError) -> StreamError:
