@@ -26,7 +26,7 @@ import aiohttp
 
 from tracker.loadgen import Endpoint
 from tracker.sse import error_message
-from tracker.targets import find_proxy, strip_credentials
+from tracker.wire import find_proxy, strip_credentials
 
 EXIT_READY = 0
 EXIT_CONFIG = 2

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import tracker
 from tracker.config import LoadedConfig
 from tracker.errors import ConfigError
 from tracker.launcher import LaunchRecord, fetch_version, launch_server
 from tracker.loadgen import Endpoint
+from tracker.wire import find_proxy, strip_credentials
 
 SIM_ENGINE = f"tracker-sim {tracker.__version__}"
 
@@ -64,30 +64,6 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
         raise ConfigError(f"{where} contains spaces or line breaks inside the key (value hidden); "
                           "it was probably pasted with extra text: export the key alone")
     return {"Authorization": f"Bearer {key}"}
-
-
-def strip_credentials(url: str) -> str:
-    """``url`` without a user name or password."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def find_proxy(url: str) -> tuple[str, str] | None:
-    """(variable, proxy URL) that an HTTP client honouring the environment uses for ``url``."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = parts.hostname or ""
-    proxies = urllib.request.getproxies()
-    if scheme not in proxies or urllib.request.proxy_bypass(host):
-        return None
-    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"):
-        if os.environ.get(name):
-            return name, proxies[scheme]
-    return f"{scheme}_proxy", proxies[scheme]
 
 
 def describe_network(base_url: str) -> str:

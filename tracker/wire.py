@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import socket
 import ssl
 import urllib.parse
@@ -55,6 +56,32 @@ class Route:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+def strip_credentials(url: str) -> str:
+    """``url`` without a user name or password."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def find_proxy(url: str) -> tuple[str, str] | None:
+    """(variable, proxy URL) that an HTTP client honouring the environment uses for ``url``:
+    ``<scheme>_proxy``, else ``all_proxy``, unless ``no_proxy`` names the host."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    proxies = urllib.request.getproxies()
+    key = scheme if scheme in proxies else "all"
+    if key not in proxies or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    own = (f"{scheme}_proxy", f"{scheme.upper()}_PROXY") if key == scheme else ()
+    for name in (*own, "all_proxy", "ALL_PROXY"):
+        if os.environ.get(name):
+            return name, proxies[key]
+    return f"{key}_proxy", proxies[key]
+
+
 def parse_route(base_url: str) -> Route:
     """Where requests to ``base_url`` go; ConfigError for a URL that cannot be measured."""
     parts = urllib.parse.urlsplit(base_url)
@@ -66,12 +93,11 @@ def parse_route(base_url: str) -> Route:
     except ValueError:
         raise ConfigError(f"base URL {base_url!r}: the port is not a number; fix base_url") from None
     route = Route(parts.scheme, parts.hostname, port)
-    proxies = urllib.request.getproxies()
-    key = parts.scheme if proxies.get(parts.scheme) else "all"
-    proxy_url = proxies.get(key)
-    if not proxy_url or urllib.request.proxy_bypass(parts.hostname):
+    found = find_proxy(base_url)
+    if found is None:
         return route
-    return _with_proxy(route, proxy_url, f"{key.upper()}_PROXY")
+    name, proxy_url = found
+    return _with_proxy(route, proxy_url, name.upper())
 
 
 def _with_proxy(route: Route, proxy_url: str, name: str) -> Route:
@@ -82,7 +108,7 @@ def _with_proxy(route: Route, proxy_url: str, name: str) -> Route:
         after_host = proxy.netloc.rpartition("@")[2]
         raise ConfigError(f"{name}={proxy.scheme}://{after_host}: the port is not a port "
                           "number; fix or unset it") from None
-    shown = f"{proxy.scheme}://{proxy.hostname}" + (f":{port}" if port else "")
+    shown = strip_credentials(proxy._replace(path="", query="", fragment="").geturl())
     if proxy.scheme != "http" or not proxy.hostname:
         raise ConfigError(f"{name}={shown}: only http:// proxies are supported; fix or unset it")
     auth = None
