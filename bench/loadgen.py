@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tracker.http1 import PollClock  # noqa: E402 (after the path above)
+
 TOKENS = 128
 _ID = re.compile(rb'"user":"bench-(\d+)"')
 
@@ -92,26 +94,15 @@ def _json_response(body: bytes) -> bytes:
             % (len(body), body))
 
 
-_PASS: list[float] = []
-
-
-def _pass_stamp() -> float:
-    """Arrival truth: one clock reading per event-loop pass, shared by every request read in
-    it (each was there when the poll returned; parsing the earlier ones must not make the later
-    ones look late). The same rule as the tracker's own receive stamps."""
-    if not _PASS:
-        _PASS.append(time.perf_counter())
-        asyncio.get_running_loop().call_soon(_PASS.clear)
-    return _PASS[0]
-
-
 class BenchServer(asyncio.Protocol):
     """HTTP/1.1 keep-alive, just enough of it; ``ttft_s is None`` = zero delay, all in one write."""
 
     truth: dict[int, dict[str, Any]] = {}  # noqa: RUF012 (one server per process)
 
-    def __init__(self, ttft_s: float | None, itl_s: float) -> None:
-        self.ttft_s, self.itl_s = ttft_s, itl_s
+    def __init__(self, ttft_s: float | None, itl_s: float, clock: PollClock) -> None:
+        # arrival truth: one clock reading per loop pass, shared by every request read in it,
+        # by the same rule (and code) as the tracker's own receive stamps
+        self.ttft_s, self.itl_s, self.clock = ttft_s, itl_s, clock
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
 
@@ -119,7 +110,7 @@ class BenchServer(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
-        now = _pass_stamp()
+        now = self.clock.now()
         self.buffer += data
         while True:
             end = self.buffer.find(b"\r\n\r\n")
@@ -190,8 +181,9 @@ def serve(ttft_s: float | None, itl_s: float) -> None:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: BenchServer(ttft_s, itl_s), "127.0.0.1", 0,
-                                          backlog=1024)
+        clock = PollClock(loop, time.perf_counter)
+        server = await loop.create_server(lambda: BenchServer(ttft_s, itl_s, clock), "127.0.0.1",
+                                          0, backlog=1024)
         print(server.sockets[0].getsockname()[1], flush=True)
         await asyncio.Event().wait()
 
