@@ -605,13 +605,20 @@ async def test_https_streams_directly_with_a_trusted_certificate(
     assert [request.line for _, request in server.requests] == ["POST /v1/chat/completions HTTP/1.1"] * 2
 
 
-async def test_https_with_an_unknown_certificate_authority_is_a_tls_error(
-    tls_server_context: ssl.SSLContext, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.fixture
+def no_trusted_ca(tls_server_context: ssl.SSLContext, monkeypatch: pytest.MonkeyPatch,
+                  tmp_path: Path) -> None:
+    """The client trusts no certificate authority at all (set after the CA fixture trusts one)."""
     empty = tmp_path / "no-ca.pem"
     empty.write_text("")
     monkeypatch.setenv("SSL_CERT_FILE", str(empty))
     monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+
+
+@pytest.mark.usefixtures("no_trusted_ca")
+async def test_https_with_an_unknown_certificate_authority_is_a_tls_error(
+    tls_server_context: ssl.SSLContext,
+) -> None:
     async with TcpServer(stream_every_request, tls=tls_server_context) as server:
         [record] = await stream_once(server.url)
     assert record.error_class == "tls_error"
@@ -667,13 +674,10 @@ async def test_a_new_tunnel_closed_before_the_first_answer_is_not_retried(
     assert [index for index, _ in server.requests] == [0]
 
 
+@pytest.mark.usefixtures("no_trusted_ca")
 async def test_tls_through_the_tunnel_with_an_unknown_authority_is_a_tls_error(
-    tls_server_context: ssl.SSLContext, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    tls_server_context: ssl.SSLContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    empty = tmp_path / "no-ca.pem"
-    empty.write_text("")
-    monkeypatch.setenv("SSL_CERT_FILE", str(empty))
-    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
     async with TcpServer(stream_every_request, tls=tls_server_context) as server, \
             TcpServer(ForwardProxy()) as proxy_server:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_server.port}")
