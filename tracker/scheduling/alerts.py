@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from tracker.aio import run_async
 from tracker.errors import ConfigError
 from tracker.metrics import REGISTRY
+from tracker.redaction import redact_data, redact_one_line, register_secret
 from tracker.results import RunResult
 from tracker.store.queue import AlertDelivery, save_alert_delivery
 from tracker.store.regressions import RegressionRecord, RegressionStatus, fetch_regressions
@@ -61,6 +62,9 @@ class WebhookSettings:
     attempts: int = 3
     backoff_s: float = 1.0  # doubled after each failed attempt
 
+    def __post_init__(self) -> None:
+        register_webhook_secret(self.url)
+
     @property
     def destination(self) -> str:
         return describe_destination(self.url)
@@ -83,6 +87,17 @@ def load_webhook(env_name: str = WEBHOOK_ENV, *, timeout_s: float = 10.0, attemp
         raise ConfigError(f"${env_name}: not an http(s) URL (value hidden); export the webhook "
                           "URL, e.g. the Slack incoming-webhook URL")
     return WebhookSettings(value, timeout_s, attempts, backoff_s)
+
+
+def register_webhook_secret(url: str) -> None:
+    """Hide the webhook URL in every text, as given and as aiohttp normalises it (its token lives
+    in the path or the query: Slack's ``/services/T…/B…/…``)."""
+    import yarl
+
+    for form in {url, str(yarl.URL(url))}:
+        parts = urlsplit(form)
+        register_secret(parts.path.strip("/") or None, parts.query or None, pieces=False)
+        register_secret(parts.password)
 
 
 # --- the message ---------------------------------------------------------------------------
@@ -125,8 +140,8 @@ class _Attempt:
 
 async def _post_once(client: aiohttp.ClientSession, url: str, payload: Mapping[str, Any]
                      ) -> _Attempt:
-    try:
-        async with client.post(url, json=payload) as response:
+    try:  # a redirect could carry the payload (and the URL's token) elsewhere: never follow one
+        async with client.post(url, json=redact_data(payload), allow_redirects=False) as response:
             await response.read()
             if 200 <= response.status < 300:
                 return _Attempt(True, response.status, None, False)
@@ -135,7 +150,7 @@ async def _post_once(client: aiohttp.ClientSession, url: str, payload: Mapping[s
     except TimeoutError:
         return _Attempt(False, None, "timeout", True)
     except aiohttp.ClientError as exc:
-        return _Attempt(False, None, f"{type(exc).__name__}: {exc}".replace(url, "<webhook>"), True)
+        return _Attempt(False, None, redact_one_line(f"{type(exc).__name__}: {exc}"), True)
 
 
 async def post_webhook(settings: WebhookSettings, payload: Mapping[str, Any]

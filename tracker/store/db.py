@@ -27,6 +27,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from tracker.errors import StoreError
+from tracker.redaction import redact_text, register_url_credentials
 from tracker.store.models import Base
 
 DEFAULT_DB_URL = "sqlite:///tracker.db"
@@ -54,6 +55,7 @@ def resolve_db_url(arg: str | None) -> str:
     A value without ``://`` is a SQLite file path; plain ``postgresql://`` means psycopg 3.
     """
     value = arg if arg is not None else os.environ.get(DB_URL_ENV) or DEFAULT_DB_URL
+    register_url_credentials(value)  # its password is hidden in every text from now on
     if not value.strip():
         raise StoreError(f"empty database URL; give {SUPPORTED_FORMS}")
     if "://" not in value:
@@ -103,9 +105,30 @@ def create_store_engine(url: str, *, foreign_keys: bool = True, pooled: bool = T
         _check_sqlite_directory(url, parsed)
         engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, **kwargs)
         _set_sqlite_foreign_keys(engine, foreign_keys)
-        return engine
-    connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
-    return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    else:
+        connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+        engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    event.listen(engine, "before_cursor_execute", _redact_parameters, retval=True)
+    return engine
+
+
+def _redact_parameters(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
+                       _executemany: bool) -> tuple[str, Any]:
+    """Every text written to the database passes the one redaction: no secret is ever stored,
+    whichever table, column or code path it took (an echoed key in an error, a JSON body)."""
+    return statement, _redacted(parameters)
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_redacted(item) for item in value)
+    return value
 
 
 def _check_sqlite_directory(url: str, parsed: URL) -> None:

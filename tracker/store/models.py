@@ -111,6 +111,8 @@ class RunModel(Base):
     simulated: Mapped[bool] = mapped_column(Boolean)
     environment: Mapped[dict[str, Any]] = mapped_column(JSON)
     schema_version: Mapped[int] = mapped_column(Integer)
+    owner_pid: Mapped[int | None] = mapped_column(Integer)  # while running: who runs it on host
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)  # its heartbeat vouches
 
 
 class WorkloadResultModel(Base):

@@ -46,3 +46,4 @@ class RegressionModel(Base):
     attribution: Mapped[str | None] = mapped_column(Text)  # what changed around it, one line
     detected_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_by: Mapped[str | None] = mapped_column(String(200))  # who triaged it last

@@ -1,0 +1,237 @@
+"""One redaction for every text that came from outside, applied at every exit.
+
+A gateway that echoes the key in its 401 body, a proxy that repeats the Authorization header, an
+exception that quotes a URL with a password: outside text is data, not trusted. Before such a text
+is stored, printed, rendered, written to a report or a log, or sent to a webhook, it goes through
+``redact_text``, which hides:
+
+- the value of every secret this process knows (``register_secret``: the run's key, proxy and
+  webhook credentials, the database password) and of every environment variable whose name says
+  it holds one (``*KEY*``, ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``,
+  ``AUTH*``): the whole value, its percent-encoded forms, and any piece of 6 or more characters of
+  it (gateways echo a masked key, "sk-…wxyz", or its tail);
+- anything shaped like a known token (OpenAI, Anthropic, GitHub, Hugging Face, Slack, AWS,
+  Google, JWTs), ``Bearer``/``Basic`` credentials, key-bearing headers and query parameters, and
+  the password of any URL.
+
+The hidden part becomes ``[redacted]``. The function is pure given the known secrets; the set of
+secrets only grows during a process (nothing is ever un-registered).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus, unquote, urlsplit
+
+MARK = "[redacted]"
+PIECE_CHARS = 6  # any piece of a known secret this long or longer is hidden
+MIN_SECRET_CHARS = 6  # shorter values are not secrets worth hiding (and would hide words)
+
+# Environment variable names that hold a secret (the same rule refuses them in configs).
+SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|_PAT$|^PAT_|^AUTH|_AUTH$",
+                         re.IGNORECASE)
+# Not secrets although their names match: paths and switches of well-known tools.
+_NOT_SECRET_NAMES = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KEYTIMEOUT", "XAUTHORITY",
+                               "PYTHONHASHSEED", "TRACKER_TEST_KEY_NAME"})
+
+_TOKEN_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-ant-[A-Za-z0-9_\-]{8,}"                  # Anthropic
+    r"|(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{8,}"          # OpenAI-style (sk-proj-…, masked sk-…wxyz)
+    r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{8,}"  # Stripe-style
+    r"|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}"
+    r"|glpat-[A-Za-z0-9_\-]{16,}"
+    r"|hf_[A-Za-z0-9]{16,}"
+    r"|xox[abprse]-[A-Za-z0-9\-]{8,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{30,}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
+    r")"
+)
+# A credential after its scheme word or header name: keep the word, hide the value.
+_AFTER_WORD = re.compile(
+    r"(?P<word>\b(?:Bearer|Token)\s+|\bBasic\s+(?=[A-Za-z0-9+/]{8,}=*)"
+    r"|\b(?:x-api-key|api-key|x-goog-api-key|authorization|proxy-authorization|"
+    r"api_key|apikey|access_token|auth_token|password|passwd|secret|token)"
+    r"[\"']?\s*[:=]\s*[\"']?(?:Bearer\s+|Basic\s+)?)"
+    r"(?P<value>[^\s\"',;&}\]]{8,})",
+    re.IGNORECASE,
+)
+# key=… in a URL's query string.
+_QUERY = re.compile(r"(?P<word>[?&;](?:api[_-]?key|key|token|access_token|auth|secret|sig|"
+                    r"signature|password|code)=)(?P<value>[^&#\s\"']+)", re.IGNORECASE)
+# scheme://user:password@host: keep the user, hide the password; a bare token as user too.
+_URL_PASSWORD = re.compile(r"(?P<word>\b[a-z][a-z0-9+.\-]*://[^/\s:@\"']*:)(?P<value>[^@\s/\"']+)@",
+                           re.IGNORECASE)
+_SLACK_HOOK = re.compile(r"(?P<word>hooks\.slack\.com/(?:services|workflows|triggers)/)"
+                         r"(?P<value>[A-Za-z0-9/_\-]+)")
+
+
+class _Known:
+    """The secrets this process knows, and the patterns that find them (rebuilt on change)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: set[str] = set()  # hidden whole and in pieces
+        self._whole_only: set[str] = set()  # hidden whole (a webhook's path: not random)
+        self._whole: re.Pattern[str] | None = None
+        self._pieces: re.Pattern[str] | None = None
+        self._grams: frozenset[str] = frozenset()
+        self._env_seen: dict[str, str] = {}
+        self._env_read_s: float | None = None
+
+    def add(self, values: Iterable[str], *, pieces: bool = True) -> None:
+        known = self._values if pieces else self._whole_only
+        fresh = {v for v in (_clean(value) for value in values) if v and v not in known}
+        if not fresh:
+            return
+        with self._lock:
+            known |= fresh
+            self._rebuild()
+
+    def refresh_environment(self, environ: Mapping[str, str], *, every_s: float = 0.0) -> None:
+        """Pick up secret-named variables; at most once per ``every_s`` (reading costs ~20 µs)."""
+        now_s = time.monotonic()
+        if self._env_read_s is not None and now_s - self._env_read_s < every_s:
+            return
+        self._env_read_s = now_s
+        found = {name: value for name, value in environ.items()
+                 if is_secret_name(name) or name.upper().endswith("_PROXY")}
+        if found != self._env_seen:
+            self._env_seen = dict(found)
+            self.add(value for name, value in found.items() if is_secret_name(name))
+            self.add(filter(None, (_url_password(v) for n, v in found.items()
+                                   if n.upper().endswith("_PROXY"))))
+
+    def _rebuild(self) -> None:
+        variants = {form for value in self._values for form in _encodings(value)}
+        whole = variants | {form for value in self._whole_only for form in _encodings(value)}
+        ordered = sorted(whole, key=len, reverse=True)
+        self._whole = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        grams = {v[i:i + PIECE_CHARS] for v in variants for i in range(len(v) - PIECE_CHARS + 1)}
+        self._grams = frozenset(grams)
+        self._pieces = re.compile("|".join(map(re.escape, sorted(grams)))) if grams else None
+
+    def hide(self, text: str) -> str:
+        whole, pieces, grams = self._whole, self._pieces, self._grams
+        if whole is None:
+            return text
+        text = whole.sub(MARK, text)
+        if pieces is None or pieces.search(text) is None:
+            return text
+        covered = bytearray(len(text))
+        for start in range(len(text) - PIECE_CHARS + 1):
+            if text[start:start + PIECE_CHARS] in grams:
+                covered[start:start + PIECE_CHARS] = b"\x01" * PIECE_CHARS
+        out: list[str] = []
+        index = 0
+        while index < len(text):
+            if covered[index]:
+                while index < len(text) and covered[index]:
+                    index += 1
+                out.append(MARK)
+            else:
+                out.append(text[index])
+                index += 1
+        return "".join(out)
+
+
+def _encodings(value: str) -> set[str]:
+    return {value, quote(value, safe=""), quote_plus(value, safe=""), quote(value, safe="").lower()}
+
+
+def _clean(value: str) -> str | None:
+    value = value.strip()
+    if value.lower().startswith("bearer "):
+        value = value[7:].strip()
+    if len(value) < MIN_SECRET_CHARS or value.lower() in {"true", "false", "none", "null"}:
+        return None
+    if value.startswith(("/", "~", "./")) or any(char.isspace() for char in value):
+        return None  # a path or a sentence, not a key
+    return value
+
+
+_KNOWN = _Known()
+ENV_REFRESH_S = 1.0
+# Numbers and JSON arrays of them hold nothing to hide (the fast path for stored ITL lists).
+_PLAIN = re.compile(r"[0-9.,eE+\-\[\] \n]*")
+# Every text a pattern above can match holds one of these (lower-cased); most texts hold none.
+_TRIGGERS = ("sk-", "pk-", "rk-", "sk_", "pk_", "rk_", "gh", "glpat-", "hf_", "xox", "akia",
+             "asia", "aiza", "eyj", "bearer", "token", "basic", "key", "auth", "pass", "secret",
+             "=", "://", "hooks.slack")
+
+
+def refresh_environment() -> None:
+    """Read the secret-named environment variables now (a command's start; after an export)."""
+    _KNOWN.refresh_environment(os.environ)
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable or flag name whose value is a secret (``OPENAI_API_KEY``…)."""
+    bare = name.lstrip("-").replace("-", "_")
+    return bare.upper() not in _NOT_SECRET_NAMES and bool(SECRET_NAME.search(bare))
+
+
+def register_secret(*values: str | None, pieces: bool = True) -> None:
+    """Hide these values in every text redacted from now on: whole, and (``pieces``) any piece
+    of 6+ characters; ``pieces=False`` for values that are secret but not random (a URL path)."""
+    _KNOWN.add((value for value in values if value), pieces=pieces)
+
+
+def _url_password(url: str) -> str | None:
+    try:
+        return urlsplit(url if "://" in url else f"http://{url}").password
+    except ValueError:
+        return None
+
+
+def register_url_credentials(url: str | None) -> None:
+    """Hide the user-info password of a URL (a proxy's, a database's)."""
+    password = _url_password(url) if url else None
+    register_secret(unquote(password) if password else None, password)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every known secret and every token-shaped string replaced by ``[redacted]``."""
+    if len(text) < MIN_SECRET_CHARS or _PLAIN.fullmatch(text) is not None:
+        return text
+    lowered = text.lower()
+    if any(trigger in lowered for trigger in _TRIGGERS):
+        text = _TOKEN_SHAPES.sub(MARK, text)
+        for pattern in (_AFTER_WORD, _QUERY, _URL_PASSWORD, _SLACK_HOOK):
+            text = pattern.sub(_keep_word, text)
+    _KNOWN.refresh_environment(os.environ, every_s=ENV_REFRESH_S)
+    return _KNOWN.hide(text)
+
+
+def _keep_word(match: re.Match[str]) -> str:
+    if match["value"].startswith(MARK[:-1]):  # already hidden
+        return match[0]
+    tail = "@" if match[0].endswith("@") else ""
+    return f"{match['word']}{MARK}{tail}"
+
+
+def redact_optional(text: str | None) -> str | None:
+    return None if text is None else redact_text(text)
+
+
+def redact_data(value: Any) -> Any:
+    """A JSON-like value with every string (keys included) redacted; other values unchanged."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {redact_data(k) if isinstance(k, str) else k: redact_data(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(item) for item in value]
+    return value
+
+
+def redact_one_line(text: str, limit: int = 240) -> str:
+    """Redacted, on one line, at most ``limit`` characters: for a message quoting outside text."""
+    return " ".join(redact_text(text).split())[:limit]
