@@ -99,7 +99,8 @@ def _flag_value(value: str | int | float) -> str:
 
 class LaunchSettings(_Strict):
     command: list[str] = Field(default_factory=lambda: ["vllm", "serve"], min_length=1)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)  # literal values (never a secret)
+    env_from: list[str] = Field(default_factory=list)  # variables passed through by name
     startup_timeout_s: PositiveFloat = 900.0
 
 
