@@ -18,6 +18,7 @@ from tracker.cli import main
 from tracker.config import ServingConfig
 from tracker.doctor import Diagnosis, DoctorTarget, Status, render_diagnosis, run_doctor
 from tracker.launcher import find_free_port
+from tracker.redaction import MARK
 from tracker.sim import ThreadedSimServer
 
 GOOD_KEY = "sk-tt-0123456789abcdefGOOD"
@@ -146,7 +147,7 @@ async def test_a_rejected_key_is_a_401_diagnosis_and_the_echoed_key_is_hidden(
     diagnosis = await doctor()
     text = render_diagnosis(diagnosis)
     assert "HTTP 401: the gateway rejected the key" in failure(diagnosis)
-    assert "WRONG" not in text and "[key]" in text
+    assert "WRONG" not in text and MARK in text
     assert diagnosis.exit_code == 3
 
 

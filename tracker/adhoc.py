@@ -35,6 +35,7 @@ from tracker.loadgen import Endpoint, LoadGenerator
 from tracker.loadreport import render_load_lines
 from tracker.payloads import build_request_specs
 from tracker.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.redaction import redact_optional
 from tracker.report import render_run_json
 from tracker.results import LatencyStats, RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.slo import parse_goodput
@@ -218,7 +219,8 @@ def save_requests(path: str, result: WorkloadResult) -> None:
                 "e2el_ms": ms(r.e2el_s), "scheduled_ttft_ms": ms(r.scheduled_ttft_s),
                 "itl_ms": [g * 1000.0 for g in r.itl_s], "output_tokens": r.output_tokens,
                 "output_tokens_source": r.output_tokens_source, "output_chunks": r.output_chunks,
-                "input_tokens": r.input_tokens, "error_class": r.error_class, "error": r.error,
+                "input_tokens": r.input_tokens, "error_class": r.error_class,
+                "error": redact_optional(r.error),
             }) + "\n")
 
 

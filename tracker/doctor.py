@@ -25,14 +25,13 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from tracker.loadgen import Endpoint
+from tracker.redaction import redact_one_line, register_secret
 from tracker.sse import error_message
 from tracker.wire import find_proxy, strip_credentials
 
 EXIT_READY = 0
 EXIT_CONFIG = 2
 EXIT_NOT_READY = 3
-_KEYLIKE = re.compile(r"(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}|Bearer\s+\S+", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z0-9_\-.]+")
 _MODEL_MISSING = re.compile(r"model.*(not.?found|not exist|does not exist|unknown|invalid|"
                             r"no such|not available|unsupported)|(unknown|invalid) model",
                             re.IGNORECASE | re.DOTALL)
@@ -138,12 +137,9 @@ def check_key(api_key_env: str | None, environ: dict[str, str] | None = None) ->
 
 
 def redact_text(text: str, key: str | None) -> str:
-    """The gateway's words, one line, with the key and anything key-like hidden."""
-    if key:  # gateways echo a key, or its tail: hide any 6+ character piece of it
-        text = _WORD.sub(lambda m: "[key]" if len(m[0]) >= 6 and m[0] in key else m[0],
-                         text.replace(key, "[key]"))
-    text = _KEYLIKE.sub("[hidden]", text)
-    return " ".join(text.split())[:240]
+    """The gateway's words, one line, with the key (whole or in pieces) and anything key-like hidden."""
+    register_secret(key)
+    return redact_one_line(text)
 
 
 # --- network checks ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tracker.commands import write_json
+from tracker.commands import write_json, write_text
 from tracker.diff import compute_config_diff, load_config_ref, render_diff_text
 from tracker.errors import UsageError
 from tracker.gate import (
@@ -19,6 +19,7 @@ from tracker.gate import (
     run_config_gate,
 )
 from tracker.gate_report import render_gate_json, render_gate_junit, render_gate_markdown
+from tracker.redaction import redact_text
 from tracker.store.db import open_store, resolve_db_url
 from tracker.suites import load_suite
 
@@ -131,12 +132,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def _write_reports(result: GateResult, args: argparse.Namespace) -> None:
+    """Each report through the one redaction (the Markdown becomes a public PR comment)."""
     markdown = render_gate_markdown(result)
     if args.markdown:
-        Path(args.markdown).write_text(markdown, encoding="utf-8")
+        write_text(args.markdown, markdown, "--markdown")
     if args.junit:
-        Path(args.junit).write_text(render_gate_junit(result), encoding="utf-8")
+        write_text(args.junit, render_gate_junit(result), "--junit")
     if args.json:
         write_json(args.json, render_gate_json(result))
     if args.json != "-":
-        sys.stdout.write(markdown)
+        sys.stdout.write(redact_text(markdown))

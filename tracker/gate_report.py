@@ -11,6 +11,7 @@ from typing import Any
 from tracker.analysis import Outcome, Verdict
 from tracker.diff import render_diff_markdown
 from tracker.gate import GateOutcome, GateResult, GateRow
+from tracker.redaction import escape_markdown
 
 JSON_SCHEMA = "tracker.gate/1"
 SYMBOLS = {
@@ -50,10 +51,11 @@ def render_verdict(verdict: Verdict) -> str:
 
 def _table_row(row: GateRow) -> str:
     if row.verdict is None:
-        cells = [row.workload, row.label, "-", "-", "-", f"⚠️ {row.note}"]
+        cells = [escape_markdown(row.workload), row.label, "-", "-", "-",
+                 f"⚠️ {escape_markdown(row.note or '')}"]
     else:
         v = row.verdict
-        cells = [row.workload, row.label, render_value(v.base_value, row.unit),
+        cells = [escape_markdown(row.workload), row.label, render_value(v.base_value, row.unit),
                  render_value(v.head_value, row.unit), render_change(v), render_verdict(v)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
@@ -65,8 +67,10 @@ def render_gate_markdown(result: GateResult) -> str:
     lines = [
         f"## tracker gate: {HEADLINES[result.outcome]}",
         "",
-        f"**base** {result.base_label} · **head** {result.head_label}  ",
-        f"suite `{result.suite}` · {runs}" + (" · simulated" if result.simulated else ""),
+        f"**base** {escape_markdown(result.base_label)} · **head** "
+        f"{escape_markdown(result.head_label)}  ",
+        f"suite {escape_markdown(result.suite)} · {runs}" + (" · simulated" if result.simulated
+                                                             else ""),
         "",
         "### Config diff",
         "",
@@ -80,7 +84,8 @@ def render_gate_markdown(result: GateResult) -> str:
         "",
     ]
     if result.problems:
-        lines += ["**Could not measure:**", "", *(f"- {p}" for p in result.problems), ""]
+        lines += ["**Could not measure:**", "", *(f"- {escape_markdown(p)}" for p in result.problems),
+                  ""]
     lines += [_legend(result), ""]
     return "\n".join(lines)
 

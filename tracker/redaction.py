@@ -20,12 +20,16 @@ secrets only grows during a process (nothing is ever un-registered).
 
 from __future__ import annotations
 
+import contextlib
+import html
+import logging
 import os
 import re
+import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TextIO, cast
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MARK = "[redacted]"
@@ -235,3 +239,61 @@ def redact_data(value: Any) -> Any:
 def redact_one_line(text: str, limit: int = 240) -> str:
     """Redacted, on one line, at most ``limit`` characters: for a message quoting outside text."""
     return " ".join(redact_text(text).split())[:limit]
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$>])")
+
+
+def escape_markdown(text: str) -> str:
+    """Outside text, redacted, on one line, to be shown literally inside Markdown: HTML and every
+    Markdown construct (images, links, emphasis, code, tables, Streamlit's ``:directives:`` and
+    ``$math$``) come out as the characters they are, never as markup."""
+    flat = " ".join(redact_text(text).split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+
+
+class RedactingStream:
+    """A text stream that redacts what is written to it (stdout/stderr of a command)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer…
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def redacted_output() -> Iterator[None]:
+    """For one command: everything printed or logged passes the redaction.
+
+    stdout and stderr are wrapped (progress, reports, ``error:`` lines, log handlers created on
+    them), and every log record's message is redacted when it is made (log files included).
+    """
+    refresh_environment()
+    saved_out, saved_err = sys.stdout, sys.stderr
+    factory = logging.getLogRecordFactory()
+
+    def redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        record.msg, record.args = redact_text(record.getMessage()), None
+        return record
+
+    sys.stdout = cast(TextIO, RedactingStream(saved_out))
+    sys.stderr = cast(TextIO, RedactingStream(saved_err))
+    logging.setLogRecordFactory(redacting_factory)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved_out, saved_err
+        logging.setLogRecordFactory(factory)

@@ -19,6 +19,8 @@ import json
 import re
 from typing import Any
 
+from tracker.redaction import redact_text
+
 ERROR_TEXT_LIMIT = 300
 
 _BLOCK = re.compile(rb"(?:data: ?\{[^\n]*\}\r?\n|\r?\n)*")  # object events and blank lines
@@ -27,10 +29,14 @@ _CONTENT = re.compile(rb'"(?:content|text|reasoning_content|reasoning)"\s*:\s*"(
 
 
 class StreamError(Exception):
-    """A stream that cannot be measured; ``error_class`` names the kind (data, not a crash)."""
+    """A stream that cannot be measured; ``error_class`` names the kind (data, not a crash).
+
+    The message quotes what the server (or the network) said, so it is redacted here, once, before
+    it can become a stored request error, a run's reason or a printed line.
+    """
 
     def __init__(self, error_class: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(redact_text(message))
         self.error_class = error_class
 
 

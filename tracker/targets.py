@@ -24,6 +24,7 @@ from tracker.config import LoadedConfig
 from tracker.errors import ConfigError
 from tracker.launcher import LaunchRecord, fetch_version, launch_server
 from tracker.loadgen import Endpoint
+from tracker.redaction import register_secret
 from tracker.wire import find_proxy, strip_credentials
 
 SIM_ENGINE = f"tracker-sim {tracker.__version__}"
@@ -57,6 +58,7 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
     if value is None or not value.strip():
         raise ConfigError(f"{where} is not set; export it before running (export {name}=<your key>)")
     key = value.strip()
+    register_secret(key, value)  # hidden in every text redacted from now on
     if key.lower().startswith("bearer "):
         raise ConfigError(f"{where} starts with 'Bearer ' (value hidden); the tracker adds that "
                           f"prefix itself: export only the key (export {name}=<your key>)")

@@ -18,6 +18,7 @@ import aiohttp
 from tracker.loadgen import Endpoint
 from tracker.quality.scorers import score_output
 from tracker.quality.sets import QualityItem, QualitySet
+from tracker.redaction import redact_one_line
 from tracker.results import QualityItemResult
 from tracker.sse import ERROR_TEXT_LIMIT, StreamError, error_message
 
@@ -97,7 +98,8 @@ async def run_quality_item(session: aiohttp.ClientSession, endpoint: Endpoint, m
                                  f"timeout: no answer within {timeout_s:g} s")
     except (aiohttp.ClientError, OSError) as exc:
         said = f"{classify_connection_error(exc)}: {type(exc).__name__}: {exc}"
-        return QualityItemResult(item.id, item.scorer, None, None, said[:ERROR_TEXT_LIMIT])
+        return QualityItemResult(item.id, item.scorer, None, None,
+                                 redact_one_line(said, ERROR_TEXT_LIMIT))
     return QualityItemResult(item.id, item.scorer, output, score_output(item, output))
 
 
