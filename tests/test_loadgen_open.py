@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from tests.scripted_server import ServerFactory, token_stream
+from tests.scripted_server import ServerFactory, scripted_servers, token_stream
 from tests.test_loadgen import spec
 from tracker import loadgen
+from tracker.aio import event_loop_name, run_async
 from tracker.loadgen import Endpoint, LoadGenerator, LoadPlan
 from tracker.loadshapes import compute_arrivals
 from tracker.summary import compute_workload_summary
@@ -32,6 +33,23 @@ async def test_open_loop_sends_on_schedule_and_records_the_plan(scripted: Server
                                        client=outcome.client)
     assert summary.scheduled_ttft is not None and summary.scheduled_ttft.count == 12
     assert summary.client is not None and summary.client.send_lag_p99_s is not None
+
+
+def test_open_loop_never_sends_before_the_planned_start() -> None:
+    """Timers may wake early (uvloop's are whole milliseconds): a request sent before its plan
+    would make its latency from the planned start shorter than its TTFT. On the commands' loop."""
+    async def measure() -> list[float]:
+        async with scripted_servers() as make:
+            server = await make(lambda i, b: token_stream(2, ttft_s=0.001, itl_s=0.0))
+            arrivals = compute_arrivals(500.0, 1.0, 300, seed=4)
+            plan = LoadPlan(PATH, [], [spec()] * 300, concurrency=300, arrivals_s=arrivals)
+            outcome = await LoadGenerator(Endpoint(server.url), plan).run()
+        assert len(outcome.records) == 300
+        return [r.scheduled_start_s - r.start_s for r in outcome.records
+                if r.scheduled_start_s is not None and r.start_s < r.scheduled_start_s]
+
+    assert event_loop_name() == "uvloop"
+    assert run_async(measure()) == []
 
 
 async def test_waiting_for_a_slot_shows_in_the_scheduled_latency(scripted: ServerFactory) -> None:

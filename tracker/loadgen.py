@@ -331,8 +331,9 @@ class LoadGenerator:
 
         try:
             for index, planned in enumerate(arrivals):
-                delay = t0 + planned - self.clock()
-                if delay > 0:
+                # never early: the loop's timers (uvloop's are whole milliseconds) may wake a
+                # little before the planned start, which would shorten the latency from it
+                while (delay := t0 + planned - self.clock()) > 0:
                     await asyncio.sleep(delay)
                 tasks.append(loop.create_task(one(index, planned)))
             await asyncio.gather(*tasks)
