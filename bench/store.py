@@ -5,7 +5,9 @@ Run: .venv/bin/python bench/store.py [--records 10000] [--itl 128] [--postgres U
 For each backend it times the tracker's ``save_workload`` and ``fetch_run`` on a workload of
 ``--records`` requests with ``--itl`` inter-chunk gaps each, and, in the same run, a reference:
 the same rows written with the bare driver's ``executemany`` into a plain table (the practical
-limit for this row shape). The ratio says what the ORM layer costs. Printed, never asserted.
+limit for this row shape). The ratio says what the ORM layer costs. "unredacted" is the same save
+with the store's redaction hook (every text written passes tracker.redaction) removed: the
+difference is what the redaction costs. Printed, never asserted.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.orm import Session
 
 from tracker.config import ServingConfig, Target, build_loaded_config
 from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
+from tracker.store import db
 from tracker.store.db import open_store, redact_url
 from tracker.store.repository import (
     begin_run,
@@ -50,8 +53,11 @@ def make_workload(records: int, itl: int) -> WorkloadResult:
                           compute_workload_summary(rows, 10.0))
 
 
-def time_tracker(url: str, workload: WorkloadResult) -> tuple[float, float]:
+def time_tracker(url: str, workload: WorkloadResult, *, redact: bool = True
+                 ) -> tuple[float, float]:
     engine = open_store(url)
+    if not redact:  # what the one redaction of every stored text costs, measured by its absence
+        event.remove(engine, "before_cursor_execute", db._redact_parameters)
     try:
         config = build_loaded_config(ServingConfig(name="bench", target=Target(kind="sim",
                                                                                 model="m")), "-")
@@ -138,23 +144,28 @@ def main() -> None:
         "TRACKER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
     args = parser.parse_args()
     workload = make_workload(args.records, args.itl)
-    rows: list[tuple[str, float, float, float]] = []
+    rows: list[tuple[str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
+        bare, _ = time_tracker(f"sqlite:///{tmp}/u.db", workload, redact=False)
         saved, read = time_tracker(f"sqlite:///{tmp}/t.db", workload)
-        rows.append(("sqlite", saved, time_sqlite_reference(Path(tmp) / "ref.db", workload), read))
+        rows.append(("sqlite", saved, bare, time_sqlite_reference(Path(tmp) / "ref.db", workload),
+                     read))
     try:
         url = fresh_postgres(args.postgres)
         try:
+            bare, _ = time_tracker(url, workload, redact=False)
             saved, read = time_tracker(url, workload)
-            rows.append(("postgresql", saved, time_postgres_reference(url, workload), read))
+            rows.append(("postgresql", saved, bare, time_postgres_reference(url, workload), read))
         finally:
             drop_postgres(args.postgres, url)
     except Exception as exc:  # a bench reports what it could not measure and goes on
         print(f"postgresql: not measured ({redact_url(args.postgres)}: {type(exc).__name__})")
     print(f"{args.records} records x {args.itl} ITL values")
-    print(f"{'backend':<12}{'save s':>9}{'raw ref s':>11}{'ratio':>8}{'fetch s':>9}")
-    for name, saved, reference, read in rows:
-        print(f"{name:<12}{saved:>9.3f}{reference:>11.3f}{saved / reference:>8.2f}{read:>9.3f}")
+    print(f"{'backend':<12}{'save s':>9}{'unredacted':>12}{'raw ref s':>11}{'ratio':>8}"
+          f"{'fetch s':>9}")
+    for name, saved, bare, reference, read in rows:
+        print(f"{name:<12}{saved:>9.3f}{bare:>12.3f}{reference:>11.3f}{saved / reference:>8.2f}"
+              f"{read:>9.3f}")
 
 
 if __name__ == "__main__":
