@@ -125,3 +125,26 @@ def test_bad_suites_are_clear_errors(tmp_path: Path, text: str, fragment: str) -
     with pytest.raises(ConfigError) as info:
         load_suite(write(tmp_path, text))
     assert fragment in str(info.value)
+
+
+def test_a_suite_may_share_settings_through_anchors_and_merge_keys(tmp_path: Path) -> None:
+    text = """\
+name: s
+seed: 3
+workloads:
+  - &w {name: base, prompts: {source: synthetic, input_tokens: 20}, max_tokens: 8,
+        concurrency: 2, num_requests: 4}
+  - {<<: *w, name: a}
+  - {<<: *w, name: b, concurrency: 4}
+"""
+    suite = load_suite(write(tmp_path, text)).suite
+    assert [(w.name, w.concurrency) for w in suite.workloads] == [("base", 2), ("a", 2), ("b", 4)]
+
+
+def test_a_suite_that_expands_past_the_limit_is_refused_with_its_line(tmp_path: Path) -> None:
+    rows = ["x0: &x0 [" + ", ".join(["word"] * 30) + "]"]
+    rows += [f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 30)}]" for i in range(1, 4)]
+    path = write(tmp_path, SUITE + "\n".join(rows) + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_suite(path)
+    assert str(info.value).startswith(f"{path}:12: YAML with more than 20000 values")
