@@ -123,3 +123,55 @@ def test_values_that_look_like_secrets_are_hidden_in_a_diff() -> None:
                                   {"target": {"auth_token": "xyz"}, "x": "Bearer zzz.yyy"})
     assert {(c.path, c.old, c.new) for c in changes} == {
         ("target.auth_token", "(hidden)", "(hidden)"), ("x", "(hidden)", "(hidden)")}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_git_ref_starting_with_a_dash_is_refused_not_passed_as_an_option(
+        configs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    # `git show --output=FILE` would write FILE; the ref must never reach git as an option
+    assert main(["diff", "--", "--output=written.txt:x.yaml", str(configs[0])]) == 2
+    err = capsys.readouterr().err
+    assert "must not start with '-'" in err and err.count("\n") == 1
+    assert not (tmp_path / "written.txt:x.yaml").exists()
+
+
+def _commit(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    for args in (["init", "-q", "-b", "main"], ["add", name], ["commit", "-q", "-m", "c"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_an_alias_bomb_in_a_git_ref_is_refused_naming_the_ref(
+        configs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+        f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi",
+                                                                 strict=True)]
+    _commit(tmp_path, "bomb.yaml", "\n".join(levels) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "main:bomb.yaml", str(configs[0])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: main:bomb.yaml:") and err.count("\n") == 1
+    assert "values once aliases are expanded" in err and "tracker-diff-" not in err
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_huge_file_in_a_git_ref_is_refused_before_it_is_parsed(
+        configs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _commit(tmp_path, "big.yaml", "name: x\ndescription: '" + "x" * (2 * 1024 * 1024) + "'\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "main:big.yaml", str(configs[0])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: main:big.yaml: the file is 2097176 bytes, over the limit")
+
+
+def test_a_secret_inside_a_list_is_hidden_in_a_diff() -> None:
+    token = "hf_" + "a1" * 15
+    changes = compute_config_diff({"c": ["vllm", "serve"]}, {"c": ["sh", "-c", f"T={token} x"]})
+    assert [(c.path, c.old, c.new) for c in changes] == [("c", ["vllm", "serve"], "(hidden)")]

@@ -27,7 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from tracker.errors import SecretInConfigError
+from tracker.errors import ConfigError, SecretInConfigError
+from tracker.redaction import is_secret_name
 from tracker.yamlfile import Loc, format_loc, read_yaml_mapping, validate_model, where
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -66,6 +67,11 @@ class EngineArgs(_Strict):
                 raise ValueError(f"extra_args key {raw_key!r} is not a vLLM flag name")
             if key in typed:
                 raise ValueError(f"{raw_key!r} has its own key: set engine.{key} instead")
+            for part in item if isinstance(item, list) else [item]:
+                if isinstance(part, str) and not is_argument_value(part):
+                    raise ValueError(f"extra_args {raw_key!r}: a value starting with '-' would "
+                                     "be read by the server as a flag; give the flag its own "
+                                     "key in extra_args instead")
             out[key] = item
         return out
 
@@ -91,6 +97,11 @@ def _flag(key: str, value: ExtraValue) -> list[str]:
     return [name, _flag_value(value)]
 
 
+def is_argument_value(text: str) -> bool:
+    """Whether ``text`` can follow a flag on a command line without being read as a flag."""
+    return not text.startswith("-") or bool(_NUMBER.fullmatch(text))
+
+
 def _flag_value(value: str | int | float) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -102,6 +113,39 @@ class LaunchSettings(_Strict):
     env: dict[str, str] = Field(default_factory=dict)  # literal values (never a secret)
     env_from: list[str] = Field(default_factory=list)  # variables passed through by name
     startup_timeout_s: PositiveFloat = 900.0
+
+    @field_validator("command")
+    @classmethod
+    def _program_first(cls, value: list[str]) -> list[str]:
+        if value[0].startswith("-") or not value[0].strip():
+            raise ValueError("the first item is the program to run (e.g. vllm), not a flag")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not ENV_VAR_PATTERN.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name (letters, "
+                                 "digits and _, not starting with a digit)")
+        return value
+
+    @field_validator("env_from")
+    @classmethod
+    def _env_from_names(cls, value: list[str]) -> list[str]:
+        if not all(ENV_VAR_PATTERN.fullmatch(name) for name in value):
+            raise ValueError("must list NAMES of environment variables such as HF_TOKEN (value "
+                             "hidden); export the value in that variable")
+        if len(set(value)) != len(value):
+            raise ValueError("names a variable twice; list each once")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source_per_variable(self) -> LaunchSettings:
+        both = sorted(set(self.env) & set(self.env_from))
+        if both:
+            raise ValueError(f"{both[0]} is in both env and env_from; keep it in one of them")
+        return self
 
 
 class SimulatorSettings(_Strict):
@@ -128,13 +172,21 @@ class Target(_Strict):
     launch: LaunchSettings | None = None
     simulator: SimulatorSettings | None = None
 
+    @field_validator("model")
+    @classmethod
+    def _model_not_a_flag(cls, value: str) -> str:
+        if value.startswith("-"):
+            raise ValueError("a model id must not start with '-': it is passed to the server as "
+                             "an argument and would be read as a flag; check the model id")
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
         if value is not None and not ENV_VAR_PATTERN.fullmatch(value):
             raise ValueError(
                 "must be the NAME of an environment variable such as TAOTOKEN_API_KEY, "
-                "not a key; export the key in that variable"
+                "not a key (value hidden); export the key in that variable"
             )
         return value
 
@@ -204,16 +256,18 @@ def build_loaded_config(config: ServingConfig, path: str) -> LoadedConfig:
 
 # --- secrets -------------------------------------------------------------------------------
 
-SECRET_KEYS = {
-    "api_key", "apikey", "key", "token", "access_token", "auth_token", "secret", "password",
-    "authorization", "bearer", "openai_api_key", "anthropic_api_key", "taotoken_api_key",
-}
+SECRET_KEYS = frozenset({"bearer"})  # besides every name tracker.redaction.is_secret_name knows
 SECRET_VALUE = re.compile(
     r"^(?:Bearer\s+\S+|(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|sk-ant-\S{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|hf_[A-Za-z0-9]{20,}|github_pat_\w{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)$"
 )
-SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key", "apikey", "_credentials")
+_BEARER = re.compile(r"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}", re.IGNORECASE)  # not "Bearer tokens"
+_WORD_BREAKS = re.compile(r"[\s=,:;'\"()<>\[\]{}]+")
+# Words that match the secret-name rule without naming a credential: a tokenizer, a token count.
+_NOT_SECRET_WORDS = frozenset({"tokenizer", "tokenizers", "tokens"})
+_SWITCH_WORDS = frozenset({"", "true", "false", "yes", "no", "on", "off", "none", "null"})
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 @functools.cache
@@ -224,33 +278,105 @@ def _schema_keys() -> frozenset[str]:
 
 
 def is_secret_key(key: str) -> bool:
-    """A key whose value would be a secret (``api_key``, ``hf_token``…); our own keys are not."""
+    """A config key, environment variable or flag whose value would be a secret (``api_key``,
+    ``HF_TOKEN``, ``--api-key``); our own keys, tokenizers and token counts are not."""
     name = key.lower().lstrip("-").replace("-", "_")
     if name.removeprefix("sim_") in _schema_keys():  # our keys (prefill_s_per_token, also as
         return False                                   # the simulator's --sim-* flags) are not
-    return name in SECRET_KEYS or name.endswith(SECRET_SUFFIXES)
+    words = "_".join(word for word in name.split("_") if word not in _NOT_SECRET_WORDS)
+    return name in SECRET_KEYS or is_secret_name(words)
 
 
-_FIX = ("put the key in an environment variable and name that variable in target.api_key_env "
-        "(e.g. api_key_env: TAOTOKEN_API_KEY)")
+def is_plain_setting(value: object) -> bool:
+    """A switch, a number or a path: a setting, never a key, whatever its name says
+    (``TOKENIZERS_PARALLELISM: "false"``, ``--ssl-keyfile /etc/tls/key.pem``)."""
+    if value is None or isinstance(value, bool | int | float):
+        return True
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if text.lower() in _SWITCH_WORDS or _NUMBER.fullmatch(text):
+        return True
+    return text.startswith(("/", "~/", "./", "../"))
+
+
+def looks_like_secret_value(text: str) -> bool:
+    """A string shaped like an API key or token, whole or as one of its words."""
+    text = text.strip()
+    if SECRET_VALUE.match(text) or _BEARER.search(text):
+        return True
+    words = (word.rstrip(".!?") for word in _WORD_BREAKS.split(text))  # "…: sk-…." ends a line
+    return any(SECRET_VALUE.match(word) for word in words if word)
+
+
+_FIX = ("secrets are never stored: export the key in an environment variable and name that "
+        "variable in target.api_key_env (e.g. api_key_env: TAOTOKEN_API_KEY)")
+_OWN_KEY = "; the key the tracker itself sends is named in target.api_key_env"
+# The variable a server reads instead of a key-bearing flag (vLLM: VLLM_API_KEY; Hugging Face).
+_FLAG_VARIABLES = {"api_key": "VLLM_API_KEY", "hf_token": "HF_TOKEN", "token": "HF_TOKEN"}
+_ENV: Loc = ("target", "launch", "env")
+_COMMAND: Loc = ("target", "launch", "command")
+_EXTRA_ARGS: Loc = ("engine", "extra_args")
+
+
+def _fix_for(loc: Loc, name: str) -> str:
+    """How to pass the secret at ``loc`` (whose variable or flag is ``name``) by name instead."""
+    if loc[:3] == _ENV:
+        return (f"pass the variable through by name instead: export {name} in the tracker's "
+                f"environment and list it in launch.env_from: [{name}]{_OWN_KEY}")
+    if loc[:3] == _COMMAND or loc[:2] == _EXTRA_ARGS:
+        variable = _FLAG_VARIABLES.get(name.lower().lstrip("-").replace("-", "_"))
+        if variable is None:
+            return ("remove it and pass the secret in an environment variable the server reads, "
+                    f"named in launch.env_from: [VARIABLE]{_OWN_KEY}")
+        return (f"remove the flag and pass the key by name: the server reads {variable}, so "
+                f"export {variable} and list it in launch.env_from: [{variable}]{_OWN_KEY}")
+    return _FIX
+
+
+def _refused(path: Path, loc: Loc, lines: Mapping[Loc, int], what: str, name: str) -> Exception:
+    return SecretInConfigError(f"{where(path, loc, lines)}: {format_loc(loc)}: {what} "
+                               f"(value hidden); {_fix_for(loc, name)}")
 
 
 def _refuse_secrets(node: Any, loc: Loc, path: Path, lines: Mapping[Loc, int]) -> None:
-    """Refuse a literal key anywhere in a config: a secret must never reach the database."""
+    """Refuse a literal key anywhere in a config (a secret must never reach the database), and
+    a NUL character, which no command line or environment variable can carry."""
     if isinstance(node, Mapping):
         for key, value in node.items():
             child = (*loc, str(key))
-            if is_secret_key(str(key)) and value not in (None, ""):
-                raise SecretInConfigError(
-                    f"{where(path, child, lines)}: {format_loc(child)}: a literal secret is not "
-                    f"allowed in a config (value hidden); {_FIX}"
-                )
+            if is_secret_key(str(key)) and not is_plain_setting(value):
+                raise _refused(path, child, lines, "a literal secret is not allowed in a config",
+                               str(key))
             _refuse_secrets(value, child, path, lines)
     elif isinstance(node, list):
+        if loc == _COMMAND:
+            _refuse_secret_flags(node, path, lines)
         for index, item in enumerate(node):
             _refuse_secrets(item, (*loc, index), path, lines)
-    elif isinstance(node, str) and SECRET_VALUE.match(node.strip()):
-        raise SecretInConfigError(
-            f"{where(path, loc, lines)}: {format_loc(loc)}: this value looks like an API key or "
-            f"token (value hidden); secrets are never stored: {_FIX}"
-        )
+    elif isinstance(node, str):
+        if "\x00" in node:
+            raise ConfigError(f"{where(path, loc, lines)}: {format_loc(loc)}: holds a NUL "
+                              "character, which no command line or environment can carry; "
+                              "remove it")
+        if looks_like_secret_value(node):
+            name = str(loc[-1]) if loc else ""
+            raise _refused(path, loc, lines, "holds what looks like an API key or token", name)
+
+
+def _refuse_secret_flags(command: list[Any], path: Path, lines: Mapping[Loc, int]) -> None:
+    """``--api-key X``, ``--api-key=X``, ``--hf-token X`` in launch.command: the key is literal."""
+    for index, item in enumerate(command):
+        if not isinstance(item, str) or not item.startswith("-"):
+            continue
+        flag, equals, attached = item.partition("=")
+        value: object = attached if equals else _value_after(command, index)
+        if is_secret_key(flag) and not is_plain_setting(value):
+            raise _refused(path, (*_COMMAND, index), lines,
+                           f"{flag} with a literal value is not allowed in a config", flag)
+
+
+def _value_after(command: list[Any], index: int) -> object:
+    """The item after a flag when it is the flag's value (none when the next is a flag)."""
+    following = command[index + 1] if index + 1 < len(command) else None
+    return None if isinstance(following, str) and following.startswith("-") else following

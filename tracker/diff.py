@@ -27,16 +27,17 @@ from tracker.analysis.attribution import (
     render_value,
 )
 from tracker.config import (
-    SECRET_VALUE,
     LoadedConfig,
     ServingConfig,
     build_loaded_config,
     is_secret_key,
     load_config,
+    looks_like_secret_value,
 )
 from tracker.errors import ConfigError, TrackerError
 from tracker.store.db import open_store, resolve_db_url
 from tracker.store.regressions import fetch_config_version
+from tracker.yamlfile import MAX_YAML_BYTES
 
 VERSION_REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*@)?[0-9a-fA-F]{6,64}$")
 GIT_TIMEOUT_S = 30.0
@@ -82,12 +83,15 @@ def _load_stored(ref: str, db_url: str | None) -> LoadedConfig:
 
 
 def _load_git(ref: str) -> LoadedConfig:
+    if ref.startswith("-"):  # git would read it as an option (--output=FILE writes a file)
+        raise ConfigError(f"{ref}: a git ref must not start with '-'; name it as REV:PATH, e.g. "
+                          "main:configs/prod.yaml")
     git = shutil.which("git")
     if git is None:
         raise ConfigError(f"{ref}: reading a git ref needs git on PATH; install git or give a file")
     try:
-        shown = subprocess.run([git, "show", ref], capture_output=True, timeout=GIT_TIMEOUT_S,
-                               check=False)
+        shown = subprocess.run([git, "show", "--end-of-options", ref], capture_output=True,
+                               timeout=GIT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise ConfigError(f"{ref}: `git show` took over {GIT_TIMEOUT_S:.0f} s") from None
     if shown.returncode != 0:
@@ -95,6 +99,10 @@ def _load_git(ref: str) -> LoadedConfig:
         problem = lines[0] if lines else "no output"
         raise ConfigError(f"{ref}: `git show {ref}` failed ({problem}); check the revision and "
                           "the path (relative to the repository root)")
+    if len(shown.stdout) > MAX_YAML_BYTES:
+        raise ConfigError(f"{ref}: the file is {len(shown.stdout)} bytes, over the limit of "
+                          f"{MAX_YAML_BYTES} bytes (1 MiB) for a serving config file; refused: "
+                          "check the revision and the path")
     name = Path(ref.split(":", 1)[1]).name or "config.yaml"
     with tempfile.TemporaryDirectory(prefix="tracker-diff-") as folder:
         path = Path(folder) / name
@@ -110,9 +118,11 @@ def _load_git(ref: str) -> LoadedConfig:
 
 
 def _looks_secret(path: str, value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_looks_secret(path, item) for item in value)
     if not isinstance(value, str):
         return False
-    return bool(SECRET_VALUE.match(value.strip())) or is_secret_key(path.rsplit(".", 1)[-1])
+    return looks_like_secret_value(value) or is_secret_key(path.rsplit(".", 1)[-1])
 
 
 def redact(change: Change) -> Change:
