@@ -1,9 +1,10 @@
 """The run queue seen from the scheduler and the workers: enqueue a slot, heartbeat, reap.
 
 A slot enqueues one request per config x suite x repeat, each with the canonical config and suite
-as they were when the slot fired, so a worker on another host needs neither file and every
-repeat of a slot runs the same thing. A (schedule, slot, position) is stored once: a slot fired
-twice still runs once.
+as they were when the slot fired (the suite with the items of its quality set), so a worker on
+another host needs none of the files and runs exactly what ``tracker run`` of the same files
+runs: the same suite version, quality set included. A (schedule, slot, position) is stored once:
+a slot fired twice still runs once.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tracker.config import LoadedConfig, ServingConfig, build_loaded_config, load_config
 from tracker.errors import ConfigError, TrackerError
+from tracker.quality.loading import load_quality_set
+from tracker.quality.sets import QualityItem, QualitySet, compute_set_version
 from tracker.scheduling.schedules import build_trigger, compute_slot
 from tracker.store.queue import (
     NewRequest,
@@ -40,6 +45,7 @@ T = TypeVar("T")
 
 DEFAULT_HEARTBEAT_S = 15.0
 DEFAULT_STALE_AFTER_S = 120.0  # no heartbeat for this long: the worker is taken for dead
+QUALITY_SET_KEY = "_quality_set"  # in a request's suite body: not a suite key, the set's items
 
 
 def utc_now() -> datetime:
@@ -75,7 +81,7 @@ def build_requests(schedule: ScheduleRow) -> list[NewRequest]:
                     position=len(requests), config_name=config.config.name,
                     config_path=config.path, config_body=dict(config.canonical),
                     suite_name=suite.suite.name, suite_path=suite.path,
-                    suite_body=dict(suite.canonical), labels=dict(schedule.labels)))
+                    suite_body=compute_suite_body(suite), labels=dict(schedule.labels)))
     return requests
 
 
@@ -101,12 +107,48 @@ def enqueue_schedule(engine: Engine, name: str, *, slot: bool, now: datetime | N
     return ids
 
 
+def compute_suite_body(suite: LoadedSuite) -> dict[str, Any]:
+    """What a request stores of its suite: the canonical form, and the quality set's items
+    under ``QUALITY_SET_KEY`` (the set is part of the suite's version)."""
+    body = dict(suite.canonical)
+    if suite.quality is not None:
+        quality = suite.quality
+        body[QUALITY_SET_KEY] = {
+            "name": quality.name, "path": quality.path, "version": quality.version,
+            "items": [item.model_dump(mode="json", exclude_defaults=True)
+                      for item in quality.items]}
+    return body
+
+
 def load_request_inputs(request: RunRequest) -> tuple[LoadedConfig, LoadedSuite]:
     """The config and suite a request was queued with (its stored canonical forms)."""
     config = build_loaded_config(ServingConfig.model_validate(request.config_body),
                                  request.config_path)
-    suite = build_loaded_suite(Suite.model_validate(request.suite_body), request.suite_path)
-    return config, suite
+    body = dict(request.suite_body)
+    stored_set = body.pop(QUALITY_SET_KEY, None)
+    suite = Suite.model_validate(body)
+    if suite.quality is None:
+        quality = None
+    elif stored_set is None:  # queued by a tracker that did not store the set: read it here
+        quality = load_quality_set(Path(request.suite_path).parent / suite.quality.path)
+    else:
+        quality = _stored_quality_set(request, stored_set)
+    return config, build_loaded_suite(suite, request.suite_path, quality)
+
+
+def _stored_quality_set(request: RunRequest, stored: Any) -> QualitySet:
+    where = f"request {request.id} ({request.suite_name})"
+    try:
+        items = tuple(QualityItem.model_validate(item) for item in stored["items"])
+        name, path, version = str(stored["name"]), str(stored["path"]), str(stored["version"])
+    except (KeyError, TypeError, ValidationError) as exc:
+        raise ConfigError(f"{where}: the stored quality set is unreadable "
+                          f"({type(exc).__name__}); queue the suite again") from None
+    if compute_set_version(items) != version:
+        raise ConfigError(f"{where}: the stored quality set {name} does not match its version "
+                          f"{version[:12]} (changed in the database since it was queued); "
+                          "queue the suite again")
+    return QualitySet(name, version, path, items)
 
 
 def reap_stale(engine: Engine, stale_after_s: float, now: datetime | None = None
