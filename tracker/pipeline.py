@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import signal
 import socket
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -18,10 +22,10 @@ from sqlalchemy.orm import Session
 import tracker
 from tracker.aio import run_async
 from tracker.config import LoadedConfig, load_config
-from tracker.errors import TrackerError
+from tracker.errors import StoreLockedError, TrackerError
 from tracker.results import QualityResult, RunResult, RunStatus, WorkloadResult
 from tracker.runner import Progress, RunOutcome, SuiteRunner
-from tracker.store.db import open_store
+from tracker.store.db import open_store, retry_when_locked
 from tracker.store.repository import (
     begin_run,
     fetch_run,
@@ -40,6 +44,84 @@ class RunInterrupted(TrackerError):
     exit_code = 130
 
 
+log = logging.getLogger(__name__)
+LOCKED_FINAL_WAIT_S = 60.0  # how long a run's final status waits for a lock to be released
+
+Sink = TypeVar("Sink", bound="StoreSink")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _retried_when_locked(method: Callable[Concatenate[Sink, P], R]
+                         ) -> Callable[Concatenate[Sink, P], R]:
+    """A write that is retried while the database is locked, up to the busy timeout; a lock
+    held longer is raised, and raised again at once if the write is asked for again."""
+
+    def write(self: Sink, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.lock_error is not None:
+            raise self.lock_error
+        try:
+            return retry_when_locked(lambda: method(self, *args, **kwargs))
+        except StoreLockedError as exc:
+            self.lock_error = exc
+            raise
+
+    return write
+
+
+def _kept_when_locked(method: Callable[Concatenate[Sink, P], None]
+                      ) -> Callable[Concatenate[Sink, P], None]:
+    """A measurement's write: when the lock outlasts the busy timeout, it is kept for
+    ``finish`` to store once the lock is gone, and the run stops (StoreLockedError)."""
+
+    def write(self: Sink, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        redo = functools.partial(method, self, *args, **kwargs)
+        if self.lock_error is not None:
+            self.pending.append(redo)
+            raise self.lock_error
+        try:
+            retry_when_locked(redo)
+        except StoreLockedError as exc:
+            self.lock_error = exc
+            self.pending.append(redo)
+            raise
+
+    return write
+
+
+def _stored_after_lock(method: Callable[[Sink, RunStatus, str | None, datetime], None]
+                       ) -> Callable[[Sink, RunStatus, str | None, datetime], None]:
+    """The final status, retried until a lock is gone (``LOCKED_FINAL_WAIT_S`` at most). A run
+    cut short by a lock gets its kept writes first and ends ``partial``; the lock is then
+    raised, saying what was kept."""
+
+    def write(self: Sink, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
+        locked = self.lock_error
+        if locked is not None:
+            status = RunStatus.PARTIAL
+            log.warning("run %s: waiting up to %g s for the lock to store what was measured",
+                        self.run_id, LOCKED_FINAL_WAIT_S)
+
+        def store() -> None:
+            while self.pending:
+                self.pending[0]()
+                self.pending.pop(0)
+            method(self, status, reason, ended_at)
+
+        try:
+            retry_when_locked(store, wait_s=LOCKED_FINAL_WAIT_S)
+        except StoreLockedError as exc:
+            raise StoreLockedError(
+                f"{exc}; run {self.run_id} could not be marked {status.value} (still locked "
+                f"after {LOCKED_FINAL_WAIT_S:g} s more) and stays 'running' with what was "
+                f"saved (see `tracker show {self.run_id}`)") from None
+        if locked is not None:
+            raise StoreLockedError(f"{locked}; run {self.run_id} kept as partial with what was "
+                                   f"measured (see `tracker show {self.run_id}`)") from None
+
+    return write
+
+
 class StoreSink:
     """Saves each piece of a run in its own transaction, as soon as it is measured."""
 
@@ -48,7 +130,10 @@ class StoreSink:
         self.config_version_id = config_version_id
         self.suite_id = suite_id
         self.run_id: int | None = None
+        self.lock_error: StoreLockedError | None = None  # a write that waited out the lock
+        self.pending: list[Callable[[], None]] = []  # writes to store once the lock is gone
 
+    @_retried_when_locked
     def begin(self, *, started_at: datetime, simulated: bool,
               environment: dict[str, object]) -> int:
         with Session(self.engine) as session, session.begin():
@@ -59,14 +144,17 @@ class StoreSink:
                 environment=environment)
         return self.run_id
 
+    @_kept_when_locked
     def save_workload(self, position: int, result: WorkloadResult) -> None:
         with Session(self.engine) as session, session.begin():
             save_workload(session, self._run_id(), position, result)
 
+    @_kept_when_locked
     def save_quality(self, result: QualityResult) -> None:
         with Session(self.engine) as session, session.begin():
             save_quality(session, self._run_id(), result)  # computes the drift from a baseline
 
+    @_stored_after_lock
     def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
         with Session(self.engine) as session, session.begin():
             finish_run(session, self._run_id(), status, ended_at, reason)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,14 +18,15 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tracker.config import LoadedConfig, ServingConfig, build_loaded_config, load_config
-from tracker.errors import ConfigError, TrackerError
+from tracker.errors import ConfigError, StoreLockedError, TrackerError
 from tracker.quality.loading import load_quality_set
 from tracker.quality.sets import QualityItem, QualitySet, compute_set_version
 from tracker.scheduling.schedules import build_trigger, compute_slot
+from tracker.store.db import retry_when_locked
 from tracker.store.queue import (
     NewRequest,
     ReapedRequest,
@@ -50,23 +50,6 @@ QUALITY_SET_KEY = "_quality_set"  # in a request's suite body: not a suite key, 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def retry_when_locked(action: Callable[[], T], attempts: int = 6, delay_s: float = 0.05) -> T:
-    """Run a transaction again when SQLite answers "database is locked" at once.
-
-    SQLite does not wait (busy timeout or not) when a transaction that has read wants to write
-    while another connection is committing: it fails at once. The transaction was rolled back,
-    so running it again is safe. Other errors, and PostgreSQL, pass straight through.
-    """
-    for attempt in range(1, attempts + 1):
-        try:
-            return action()
-        except OperationalError as exc:
-            if "database is locked" not in str(exc) or attempt == attempts:
-                raise
-            time.sleep(delay_s * attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def build_requests(schedule: ScheduleRow) -> list[NewRequest]:
@@ -101,10 +84,14 @@ def enqueue_schedule(engine: Engine, name: str, *, slot: bool, now: datetime | N
         with Session(engine) as session, session.begin():
             mark_schedule_fired(session, name, now, str(exc))
         raise
-    with Session(engine) as session, session.begin():
-        ids = enqueue_requests(session, name, slot_at, requests, now)
-        mark_schedule_fired(session, name, now, None)
-    return ids
+
+    def enqueue() -> list[int]:
+        with Session(engine) as session, session.begin():
+            ids = enqueue_requests(session, name, slot_at, requests, now)
+            mark_schedule_fired(session, name, now, None)
+        return ids
+
+    return retry_when_locked(enqueue)
 
 
 def compute_suite_body(suite: LoadedSuite) -> dict[str, Any]:
@@ -155,8 +142,12 @@ def reap_stale(engine: Engine, stale_after_s: float, now: datetime | None = None
                ) -> list[ReapedRequest]:
     """Requeue (once) the requests whose worker has been silent for ``stale_after_s``."""
     now = now or utc_now()
-    with Session(engine) as session, session.begin():
-        reaped = reap_stale_requests(session, now - timedelta(seconds=stale_after_s), now)
+
+    def reap() -> list[ReapedRequest]:
+        with Session(engine) as session, session.begin():
+            return reap_stale_requests(session, now - timedelta(seconds=stale_after_s), now)
+
+    reaped = retry_when_locked(reap)
     for item in reaped:
         log.warning("request %d: worker %s stopped heartbeating; run %s marked %s; request %s",
                     item.request_id, item.worker_id, item.run_id,
@@ -197,7 +188,7 @@ class Heartbeat:
                 with Session(self.engine) as session, session.begin():
                     alive = heartbeat_request(session, self.request_id, self.worker_id,
                                               self.clock())
-            except SQLAlchemyError as exc:  # a missed beat is not fatal; the next one may pass
+            except (SQLAlchemyError, StoreLockedError) as exc:  # a missed beat is not fatal
                 log.warning("request %d: heartbeat failed: %s", self.request_id,
                             " ".join(str(exc).split())[:200])
                 continue

@@ -17,7 +17,6 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -26,9 +25,9 @@ from sqlalchemy.orm import Session
 
 from tracker.aio import run_async
 from tracker.config import LaunchSettings, LoadedConfig
-from tracker.errors import TrackerError
+from tracker.errors import StoreLockedError, TrackerError
 from tracker.pipeline import StoreSink, register_inputs
-from tracker.results import RunResult, RunStatus, WorkloadResult
+from tracker.results import RunResult
 from tracker.runner import RunOutcome, SuiteRunner
 from tracker.scheduling.alerts import (
     RegressionSource,
@@ -42,9 +41,9 @@ from tracker.scheduling.queue import (
     Heartbeat,
     load_request_inputs,
     reap_stale,
-    retry_when_locked,
     utc_now,
 )
+from tracker.store.db import retry_when_locked
 from tracker.store.queue import (
     RequestStatus,
     RunRequest,
@@ -105,16 +104,18 @@ class RequestSink(StoreSink):
         self.worker_id = worker_id
 
     def begin(self, **kwargs: Any) -> int:
-        run_id = retry_when_locked(lambda: super(RequestSink, self).begin(**kwargs))
-        with Session(self.engine) as session, session.begin():
-            link_run(session, self.request_id, self.worker_id, run_id)
+        run_id = super().begin(**kwargs)  # a locked database is retried (and reported) there
+
+        def link() -> None:
+            with Session(self.engine) as session, session.begin():
+                link_run(session, self.request_id, self.worker_id, run_id)
+
+        try:
+            retry_when_locked(link)
+        except StoreLockedError as exc:
+            self.lock_error = exc  # asked again, begin raises this instead of a second run
+            raise
         return run_id
-
-    def save_workload(self, position: int, result: WorkloadResult) -> None:
-        retry_when_locked(lambda: super(RequestSink, self).save_workload(position, result))
-
-    def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
-        retry_when_locked(lambda: super(RequestSink, self).finish(status, reason, ended_at))
 
 
 class WorkerStopped(Exception):
@@ -166,7 +167,7 @@ class Worker:
             with Session(self.engine) as session, session.begin():
                 return claim_request(session, self.worker_id, self.settings.labels,
                                      self.settings.gpus, utc_now())
-        except SQLAlchemyError as exc:  # the database blinked: try again at the next poll
+        except (SQLAlchemyError, StoreLockedError) as exc:  # the database blinked: poll again
             log.warning("worker %s: could not claim: %s", self.worker_id,
                         " ".join(str(exc).split())[:300])
             return None

@@ -8,13 +8,16 @@ open; any other revision mismatch is reported, never silently "fixed".
 
 from __future__ import annotations
 
+import math
 import os
 import re
-from collections.abc import Iterator
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -22,11 +25,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from tracker.errors import StoreError
+from tracker.errors import StoreError, StoreLockedError
 from tracker.redaction import redact_text, register_url_credentials
 from tracker.store.models import Base
 
@@ -34,6 +37,8 @@ DEFAULT_DB_URL = "sqlite:///tracker.db"
 DB_URL_ENV = "TRACKER_DB_URL"
 SUPPORTED_FORMS = "a file path, sqlite:///path or postgresql+psycopg://user@host/db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
+SQLITE_BUSY_TIMEOUT_ENV = "TRACKER_SQLITE_BUSY_TIMEOUT_S"
+PG_LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock_timeout
 PG_CONNECT_TIMEOUT_S = 10
 _DRIVERS = {
     "sqlite": "sqlite",
@@ -44,6 +49,7 @@ _DRIVERS = {
 # Tables other parts of the tracker may keep in the same database (APScheduler's job store);
 # they are neither the tracker's schema nor a sign that the database is in use by it.
 FOREIGN_TABLE_PREFIXES = ("apscheduler_",)
+T = TypeVar("T")
 
 
 # --- URLs ----------------------------------------------------------------------------------
@@ -96,19 +102,24 @@ def _parse(url: str) -> URL:
 
 
 def create_store_engine(url: str, *, foreign_keys: bool = True, pooled: bool = True) -> Engine:
-    """An engine for ``url``: SQLite gets a busy timeout and (by default) enforced foreign keys."""
+    """An engine for ``url``: SQLite gets WAL, a busy timeout and (by default) enforced foreign
+    keys; on every backend a lock held too long is a StoreLockedError, not a driver error."""
     parsed = _parse(url)
     kwargs: dict[str, Any] = {}
     if not pooled:
         kwargs["poolclass"] = NullPool
+    busy_timeout_s: float | None = None
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite_directory(url, parsed)
-        engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, **kwargs)
+        busy_timeout_s = sqlite_busy_timeout_s()
+        engine = create_engine(parsed, connect_args={"timeout": busy_timeout_s}, **kwargs)
         _set_sqlite_foreign_keys(engine, foreign_keys)
+        _use_sqlite_wal(engine)
     else:
         connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
         engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)
     event.listen(engine, "before_cursor_execute", _redact_parameters, retval=True)
+    _raise_lock_errors(engine, url, busy_timeout_s)
     return engine
 
 
@@ -150,6 +161,91 @@ def _set_sqlite_foreign_keys(engine: Engine, enabled: bool) -> None:
             cursor.execute(pragma)
         finally:
             cursor.close()
+
+
+def _use_sqlite_wal(engine: Engine) -> None:
+    """Write-ahead logging (kept in the file): readers never block the writer, nor it them."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError:  # locked now: the file keeps its mode; the next try wins
+            pass
+        finally:
+            cursor.close()
+
+
+# --- locks ---------------------------------------------------------------------------------
+
+
+def sqlite_busy_timeout_s() -> float:
+    """How long a SQLite write waits for another process's lock: $TRACKER_SQLITE_BUSY_TIMEOUT_S,
+    else ``SQLITE_BUSY_TIMEOUT_S``."""
+    value = os.environ.get(SQLITE_BUSY_TIMEOUT_ENV, "").strip()
+    if not value:
+        return SQLITE_BUSY_TIMEOUT_S
+    try:
+        timeout_s = float(value)
+    except ValueError:
+        timeout_s = math.nan
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise StoreError(f"{SQLITE_BUSY_TIMEOUT_ENV}: must be a number of seconds > 0 "
+                         f"(got {value!r}); unset it for the default {SQLITE_BUSY_TIMEOUT_S:g} s")
+    return timeout_s
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    """A driver error that says another connection held a lock too long: SQLite's "database is
+    locked" (SQLITE_BUSY*, SQLITE_LOCKED*) or PostgreSQL's lock_not_available (lock_timeout)."""
+    cause = getattr(exc, "orig", None) or exc
+    name = getattr(cause, "sqlite_errorname", None)
+    if isinstance(name, str):
+        return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+    return getattr(cause, "sqlstate", None) == PG_LOCK_NOT_AVAILABLE
+
+
+def describe_lock(url: str, busy_timeout_s: float | None) -> str:
+    """What a StoreLockedError says: the database, how long, and what to do."""
+    if busy_timeout_s is None:
+        return (f"database {redact_url(url)}: a lock was held by another session for longer "
+                "than the lock_timeout; find the session holding it (pg_stat_activity) and "
+                "run again")
+    return (f"database {redact_url(url)} was locked by another process for over "
+            f"{busy_timeout_s:g} s; find the process holding it (a long transaction: a "
+            "sqlite3 shell, a backup, another tracker) and run again, or let writes wait "
+            f"longer with {SQLITE_BUSY_TIMEOUT_ENV}=<seconds>")
+
+
+def _raise_lock_errors(engine: Engine, url: str, busy_timeout_s: float | None) -> None:
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        if is_lock_error(context.original_exception):
+            raise StoreLockedError(describe_lock(url, busy_timeout_s)) \
+                from context.original_exception
+
+
+def retry_when_locked(action: Callable[[], T], *, wait_s: float | None = None) -> T:
+    """Run a transaction again while the database says it is locked, for up to ``wait_s``
+    (default: the SQLite busy timeout); then the last StoreLockedError is raised.
+
+    SQLite waits up to its busy timeout for a lock, except when a transaction that has read
+    wants to write while another connection writes: that fails at once. The transaction was
+    rolled back, so running it again is safe; a try that waited out the busy timeout itself
+    leaves no time for another unless ``wait_s`` is longer.
+    """
+    deadline = time.monotonic() + (sqlite_busy_timeout_s() if wait_s is None else wait_s)
+    delay_s = 0.05
+    while True:
+        try:
+            return action()
+        except StoreLockedError:
+            if time.monotonic() + delay_s > deadline:
+                raise
+            time.sleep(delay_s)
+            delay_s = min(2 * delay_s, 1.0)
 
 
 @contextmanager
