@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tracker.quality import QualitySetError, load_quality_set, score_output
+from tracker.quality.loading import MAX_SET_BYTES
 from tracker.suites import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,10 +60,19 @@ GOOD = '{"id": "a", "prompt": "2+2?", "expected": 4, "scorer": "numeric"}'
      r"set.jsonl:3: id 'a' is already used on line 1"),
     ('{"id": "b", "prompt": "q", "expected": 1, "scorer": "numeric"', r"set.jsonl:3: not JSON"),
     ('["a"]', r"set.jsonl:3: each line must be a JSON object"),
+    ("[" * 100_000 + "]" * 100_000, r"set.jsonl:3: JSON nested too deeply"),
 ])
 def test_a_bad_line_names_the_file_line_and_fix(tmp_path: Path, line: str, message: str) -> None:
     path = _write(tmp_path, GOOD, "// a comment", line)
     with pytest.raises(QualitySetError, match=message):
+        load_quality_set(path)
+
+
+def test_a_set_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as handle:  # sparse: no 64 MiB written to the disk
+        handle.truncate(MAX_SET_BYTES + 1)
+    with pytest.raises(QualitySetError, match=r"huge.jsonl: .* over the 64 MiB limit"):
         load_quality_set(path)
 
 

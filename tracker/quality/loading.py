@@ -13,11 +13,17 @@ from tracker.quality.sets import (
     parse_quality_item,
 )
 
+MAX_SET_BYTES = 64 * 1024 * 1024  # GSM8K's 1,319 test items are about 1 MiB
+
 
 def _read_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise QualitySetError(f"{path}: quality set file not found; check quality.path (it is "
                               "relative to the suite file)")
+    if path.stat().st_size > MAX_SET_BYTES:
+        raise QualitySetError(f"{path}: {path.stat().st_size} bytes is over the "
+                              f"{MAX_SET_BYTES // 2**20} MiB limit of a quality set; refused "
+                              "(split the set, or sample it)")
     try:
         return path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:

@@ -150,6 +150,9 @@ def parse_quality_item(line: str, where: str) -> QualityItem:
     except json.JSONDecodeError as exc:
         raise QualitySetError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); "
                               "each line must be one JSON object") from None
+    except RecursionError:  # a hostile line of [[[[…: nothing a quality item needs
+        raise QualitySetError(f"{where}: JSON nested too deeply to be a quality item; refused")\
+            from None
     if not isinstance(data, Mapping):
         raise QualitySetError(f"{where}: each line must be a JSON object "
                               f"(got {type(data).__name__})")
