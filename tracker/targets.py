@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from tracker.redaction import register_secret
 from tracker.wire import find_proxy, strip_credentials
 
 SIM_ENGINE = f"tracker-sim {tracker.__version__}"
+CONVENTIONAL_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,11 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
     if name is None:
         return {}
     value = os.environ.get(name)
+    if (value is None or not value.strip()) and not CONVENTIONAL_ENV_NAME.fullmatch(name):
+        register_secret(name)  # a key pasted where its variable's name belongs: never echo it
+        raise ConfigError(f"{loaded.path}: target.api_key_env: names a variable that is not set "
+                          "(name hidden: it is not an UPPER_CASE name and may be a pasted key); "
+                          "export the key in a variable such as TAOTOKEN_API_KEY and name that")
     where = f"{loaded.path}: target.api_key_env: the environment variable {name}"
     if value is None or not value.strip():
         raise ConfigError(f"{where} is not set; export it before running (export {name}=<your key>)")

@@ -19,9 +19,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def gateway(base_url: str = "https://taotoken.net/api") -> LoadedConfig:
+def gateway(base_url: str = "https://taotoken.net/api", key_env: str = "TT_KEY") -> LoadedConfig:
     body = {"name": "tt", "target": {"kind": "openai", "base_url": base_url,
-                                     "model": "claude-sonnet-4-5", "api_key_env": "TT_KEY"}}
+                                     "model": "claude-sonnet-4-5", "api_key_env": key_env}}
     return build_loaded_config(ServingConfig.model_validate(body), "tt.yaml")
 
 
@@ -42,6 +42,17 @@ def test_a_mangled_key_is_refused_without_showing_it(
     with pytest.raises(ConfigError, match=said) as caught:
         resolve_headers(gateway())
     assert KEY[8:] not in str(caught.value)
+
+
+def test_a_key_pasted_as_the_variable_name_is_not_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    pasted = "ttk9F3c2A7b41D0e8F6zQ"  # a valid variable name, but a key: never in the message
+    monkeypatch.delenv(pasted, raising=False)
+    with pytest.raises(ConfigError, match="name hidden") as caught:
+        resolve_headers(gateway(key_env=pasted))
+    assert pasted[4:12] not in str(caught.value)
+    monkeypatch.delenv("TT_KEY", raising=False)
+    with pytest.raises(ConfigError, match="the environment variable TT_KEY is not set"):
+        resolve_headers(gateway())  # a conventional name is shown: it helps, it is no secret
 
 
 def test_proxies_follow_the_environment_and_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
