@@ -238,3 +238,15 @@ def test_cli_doctor_with_a_config_exits_0_on_a_ready_endpoint(
 def test_cli_doctor_without_a_target_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--model", "m"]) == 2
     assert "give --config FILE, or --base-url URL --model ID" in capsys.readouterr().err
+
+
+def test_cli_doctor_never_prints_a_key_pasted_as_the_variable_name(
+    gateway: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pasted = "ttk9F3c2A7b41D0e8F6zQdoc"  # unset, and not an UPPER_CASE name: maybe a key
+    code = main(["doctor", "--base-url", gateway, "--model", "claude-sonnet-4-5",
+                 "--api-key-env", pasted, "--timeout", "5"])
+    out, err = capsys.readouterr()
+    assert code == 2, out + err
+    assert "name hidden" in out
+    assert pasted[3:11] not in out + err

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from tracker.loadgen import Endpoint
-from tracker.redaction import redact_one_line, register_secret
+from tracker.redaction import CONVENTIONAL_ENV_NAME, redact_one_line, register_secret
 from tracker.sse import error_message
 from tracker.wire import find_proxy, strip_credentials
 
@@ -112,6 +112,12 @@ def check_key(api_key_env: str | None, environ: dict[str, str] | None = None) ->
                         "TAOTOKEN_API_KEY (a gateway answers 401 without one)")]
     env = os.environ if environ is None else environ
     value = env.get(api_key_env)
+    if value is None and not CONVENTIONAL_ENV_NAME.fullmatch(api_key_env):
+        register_secret(api_key_env)  # a key pasted where its variable's name belongs
+        return [Finding("key", Status.FAIL, "no key in the environment: the variable named by "
+                        "api_key_env is not set (name hidden: it is not an UPPER_CASE name and "
+                        "may be a pasted key)", "export the key in a variable such as "
+                        "TAOTOKEN_API_KEY and name that variable", local=True)]
     if value is None or not value.strip():
         what = "is not set" if value is None else "is empty"
         return [Finding("key", Status.FAIL, f"no key in the environment: ${api_key_env} {what}",

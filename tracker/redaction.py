@@ -175,6 +175,11 @@ def refresh_environment() -> None:
     _KNOWN.refresh_environment(os.environ)
 
 
+# An environment variable's name as people write them; anything else named as "the variable that
+# holds the key" may be the key itself, pasted in the wrong place, and is never echoed.
+CONVENTIONAL_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+
+
 def is_secret_name(name: str) -> bool:
     """An environment variable or flag name whose value is a secret (``OPENAI_API_KEY``…)."""
     bare = name.lstrip("-").replace("-", "_")

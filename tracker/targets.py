@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,11 +24,10 @@ from tracker.config import LoadedConfig
 from tracker.errors import ConfigError
 from tracker.launcher import LaunchRecord, fetch_version, launch_server
 from tracker.loadgen import Endpoint
-from tracker.redaction import register_secret
+from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
 from tracker.wire import find_proxy, strip_credentials
 
 SIM_ENGINE = f"tracker-sim {tracker.__version__}"
-CONVENTIONAL_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
