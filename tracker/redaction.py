@@ -218,6 +218,12 @@ def redact_text(text: str) -> str:
     return _KNOWN.hide(text)
 
 
+def contains_token(text: str) -> bool:
+    """Whether ``text`` holds something shaped like a known API key or token (the config check's
+    rule and the redaction's are this one list)."""
+    return _TOKEN_SHAPES.search(text) is not None
+
+
 def _keep_word(match: re.Match[str]) -> str:
     if match["value"].startswith(MARK[:-1]):  # already hidden
         return match[0]
