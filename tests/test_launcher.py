@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.errors import ConfigError, MeasurementError
 from tracker.launcher import build_command, is_group_alive, launch_server, parse_startup_log
 from tracker.pipeline import execute_run
+from tracker.supervisor import PidRecord, process_start_ticks, write_pid_file
 from tracker.targets import open_target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,3 +252,81 @@ def _wait_for_address(process: subprocess.Popen[bytes]) -> str:
         if found:
             return found.group(1)
     raise AssertionError("the simulator never said where it listens")
+
+
+# a launch command that writes its environment to argv[1], then is the simulator
+DUMP_ENV_THEN_SIM = ("import json, os, runpy, sys; "
+                     "json.dump(dict(os.environ), open(sys.argv[1], 'w')); "
+                     "sys.argv = ['tracker.sim', *sys.argv[2:]]; "
+                     "runpy.run_module('tracker.sim', run_name='__main__', alter_sys=True)")
+
+
+async def test_the_launched_server_gets_only_the_environment_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kept = {"HF_HOME": str(tmp_path / "hf"), "VLLM_LOGGING_LEVEL": "DEBUG", "NCCL_DEBUG": "WARN",
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "LC_ALL": "C.UTF-8"}
+    withheld = {"TRACKER_DB_URL": "postgresql+psycopg://u:db-password-123@db/tracker",
+                "TRACKER_ALERT_WEBHOOK_URL": "https://hooks.example.test/T0/B0/xyz",
+                "OPENAI_API_KEY": "sk-test-withheld-0123456789", "HF_TOKEN": "hf_withheld0123456789abcd",
+                "VLLM_API_KEY": "server-key-withheld", "UNRELATED_SETTING": "1"}
+    for name, value in {**kept, **withheld, "MY_SERVER_PASSWORD": "named-by-env-from"}.items():
+        monkeypatch.setenv(name, value)
+    dump = tmp_path / "env.json"
+    loaded = make_loaded(command=[sys.executable, "-c", DUMP_ENV_THEN_SIM, str(dump)],
+                         env={"FEATURE_FLAG": "on"}, env_from=["MY_SERVER_PASSWORD"])
+    async with launch_server(loaded):
+        env = json.loads(dump.read_text())
+    assert {name: env.get(name) for name in kept} == kept
+    assert env["PATH"] == os.environ["PATH"] and env["HOME"] == os.environ["HOME"]
+    assert env["FEATURE_FLAG"] == "on" and env["MY_SERVER_PASSWORD"] == "named-by-env-from"
+    assert sorted(set(withheld) & set(env)) == []
+    assert not any(name.startswith("TRACKER_") for name in env)
+
+
+async def test_a_variable_named_in_env_from_that_is_not_set_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TRACKER_TEST_UNSET_TOKEN", raising=False)
+    loaded = make_loaded(env_from=["TRACKER_TEST_UNSET_TOKEN"])
+    with pytest.raises(ConfigError, match=r"launched-sim.yaml: target.launch.env_from: "
+                                          r"TRACKER_TEST_UNSET_TOKEN is not set"):
+        async with launch_server(loaded):
+            pytest.fail("nothing should have started")
+
+
+async def test_the_launch_log_is_private_and_its_quoted_lines_redacted(log_dir: Path) -> None:
+    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+    script = f"print('loading with Authorization: Bearer {secret}', flush=True); raise SystemExit(1)"
+    with pytest.raises(MeasurementError) as caught:
+        async with launch_server(make_loaded(command=[sys.executable, "-c", script])):
+            pytest.fail("the server should have exited")
+    message = str(caught.value)
+    assert "exited with code 1" in message and "[redacted]" in message and secret not in message
+    (log_path,) = log_dir.glob("*.log")
+    assert secret in log_path.read_text()  # the log itself is the server's own words
+    assert log_path.stat().st_mode & 0o777 == 0o600
+    assert log_dir.stat().st_mode & 0o777 == 0o700
+    assert list(log_dir.glob("*.pid")) == []
+
+
+async def test_a_launch_stops_a_server_left_by_a_killed_tracker_and_supervisor(
+    log_dir: Path,
+) -> None:
+    log_dir.mkdir()
+    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                start_new_session=True)
+    try:
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()  # the tracker and the supervisor of the leftover: both dead
+        ticks = process_start_ticks(leftover.pid)
+        write_pid_file(log_dir / "old-run.pid", PidRecord(
+            socket.gethostname(), gone.pid, None, gone.pid, None, leftover.pid, ticks, "vllm"))
+        async with launch_server(make_loaded()) as server:
+            assert leftover.wait(10) == -signal.SIGTERM
+            assert is_group_alive(server.record.pid)
+        assert list(log_dir.glob("*.pid")) == []
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+            leftover.wait()

@@ -2,25 +2,29 @@
 
 ``launch_server`` starts ``target.launch.command`` (``vllm serve`` by default) with the model, the
 config's engine args as flags and ``--host 127.0.0.1 --port FREE_PORT``, in its own process group,
-with ``target.launch.env`` added to the environment and its output in a log file. It waits until
-``/health`` and ``/v1/models`` answer, then reads the startup facts the server printed (version,
-weights memory, KV-cache memory and tokens, maximum concurrency); a line that is missing is "not
-reported", not an error. On leaving, however that happens (the run ends, an error, a timeout,
-Ctrl-C), the whole process group gets SIGTERM, then SIGKILL after a grace period.
+with its output in a log file (mode 0600). The server gets a minimal environment
+(``build_server_env``), never the tracker's whole one, which holds the database URL, the webhook
+and API keys. It waits until ``/health`` and ``/v1/models`` answer, then reads the startup facts
+the server printed (version, weights memory, KV-cache memory and tokens, maximum concurrency); a
+line that is missing is "not reported", not an error. On leaving, however that happens (the run
+ends, an error, a timeout, Ctrl-C), the whole process group gets SIGTERM, then SIGKILL after a
+grace period. When the tracker dies without leaving (SIGKILL), the server's supervisor
+(``tracker.supervisor``) stops the group, and a server whose supervisor died too is stopped by
+the next launch through the pid file it left next to its log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
+import json
 import os
 import re
-import signal
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -30,6 +34,9 @@ import aiohttp
 
 from tracker.config import LaunchSettings, LoadedConfig
 from tracker.errors import ConfigError, MeasurementError
+from tracker.redaction import is_secret_name, redact_one_line
+from tracker.supervisor import is_group_alive as is_group_alive  # callers check LaunchRecord.pid
+from tracker.supervisor import reap_leftover_servers, stop_group
 
 LOG_DIR_ENV = "TRACKER_LOG_DIR"
 DEFAULT_LOG_DIR = "tracker-logs"
@@ -38,6 +45,13 @@ POLL_INTERVAL_S = 0.2
 TERM_GRACE_S = 15.0
 _RESERVED_FLAGS = ("host", "port")
 _GIB = 1024**3
+# What a serving engine needs from the tracker's environment; the rest stays with the tracker.
+_PASSED_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+    "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "PYTHONPATH", "VIRTUAL_ENV", "XDG_CACHE_HOME",
+})
+_PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "HF_", "HUGGING_FACE_", "TRANSFORMERS_",
+                    "VLLM_", "TORCH_", "PYTORCH_", "TRITON_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,66 +136,95 @@ def resolve_log_dir(log_dir: str | Path | None = None) -> Path:
     return Path(log_dir or os.environ.get(LOG_DIR_ENV) or DEFAULT_LOG_DIR)
 
 
-def is_group_alive(pgid: int) -> bool:
-    """True while any process of the group is alive (zombies waiting to be reaped do not count)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # the process ended while we looked
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
-
-
-def stop_process_group(process: subprocess.Popen[bytes], grace_s: float = TERM_GRACE_S) -> None:
-    """SIGTERM to the whole group, SIGKILL to what is left after ``grace_s``; reaps the leader."""
-    pgid = process.pid  # start_new_session: the leader's pid is the group id
-    _signal_group(pgid, signal.SIGTERM)
-    deadline_s = time.monotonic() + grace_s
-    while time.monotonic() < deadline_s:
-        process.poll()
-        if not is_group_alive(pgid):
-            break
-        time.sleep(0.05)
-    else:
-        _signal_group(pgid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=5.0)
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
 def _log_tail(path: Path, lines: int = 3, limit: int = 400) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return "(log unreadable)"
-    tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-    return (" | ".join(tail) or "(log empty)")[-limit:]
+    tail = [line for line in text.splitlines() if line.strip()][-lines:]
+    return (" | ".join(redact_one_line(line) for line in tail) or "(log empty)")[-limit:]
 
 
-def _start(command: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
-        try:
-            return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        except OSError as exc:
-            raise MeasurementError(
-                f"launch: cannot start {command[0]!r}: {exc.strerror or exc}; install vLLM "
-                "(pip install vllm) or set target.launch.command to the server's command"
-            ) from exc
+def build_server_env(loaded: LoadedConfig,
+                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The launched server's whole environment: from the tracker's, only what an engine needs
+    (PATH, HOME, locale, CUDA/NCCL/Hugging Face/vLLM/torch settings) and no variable whose name
+    says it holds a secret; then the variables named in ``launch.env_from`` (each must be set),
+    then the literal ``launch.env``."""
+    environ = os.environ if environ is None else environ
+    launch = loaded.config.target.launch or LaunchSettings()
+    env = {name: value for name, value in environ.items()
+           if (name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES))
+           and not is_secret_name(name)}
+    for name in launch.env_from:
+        if name not in environ:
+            raise ConfigError(f"{loaded.path}: target.launch.env_from: {name} is not set in the "
+                              "tracker's environment; export it before the run or remove it "
+                              "from env_from")
+        env[name] = environ[name]
+    return {**env, "PYTHONUNBUFFERED": "1", **launch.env}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerProcess:
+    """A launched server: its supervisor (our child, which exits with the server's code) and
+    the server's process group."""
+
+    supervisor: subprocess.Popen[bytes]
+    pgid: int
+    name: str
+    pid_path: Path
+
+    def poll(self) -> int | None:
+        return self.supervisor.poll()
+
+
+def _open_log(log_path: Path) -> int:
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)  # an older file of the same name keeps no wider mode
+    return fd
+
+
+def _start(command: list[str], env: dict[str, str], log_path: Path) -> ServerProcess:
+    """The server under its supervisor, which says the server's pid (or why it cannot start)."""
+    pid_path = log_path.with_suffix(".pid")
+    supervise = [sys.executable, "-m", "tracker.supervisor", "--owner-pid", str(os.getpid()),
+                 "--pid-file", str(pid_path), "--grace-s", str(TERM_GRACE_S), "--", *command]
+    log_fd = _open_log(log_path)
+    try:
+        supervisor = subprocess.Popen(supervise, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=log_fd, env=env, start_new_session=True)
+    finally:
+        os.close(log_fd)
+    assert supervisor.stdout is not None
+    with supervisor.stdout:
+        line = supervisor.stdout.readline()
+    try:
+        said = json.loads(line)
+    except ValueError:
+        said = {}
+    if isinstance(said, dict) and isinstance(said.get("pid"), int):
+        return ServerProcess(supervisor, said["pid"], Path(command[0]).name, pid_path)
+    code = supervisor.wait()
+    if isinstance(said, dict) and "error" in said:
+        raise MeasurementError(
+            f"launch: cannot start {command[0]!r}: {redact_one_line(str(said['error']))}; "
+            "install vLLM (pip install vllm) or set target.launch.command to the server's command")
+    raise MeasurementError(f"launch: the supervisor of {command[0]!r} exited with code {code} "
+                           f"before starting it; see its log {log_path}: {_log_tail(log_path)}")
+
+
+def stop_server(server: ServerProcess, grace_s: float = TERM_GRACE_S) -> None:
+    """SIGTERM to the server's group, SIGKILL to what is left after ``grace_s``; then its
+    supervisor exits (it is reaped) and the pid file goes."""
+    stop_group(server.pgid, grace_s, server.poll)
+    try:
+        server.supervisor.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        server.supervisor.kill()
+        server.supervisor.wait()
+    server.pid_path.unlink(missing_ok=True)
 
 
 async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
@@ -193,11 +236,11 @@ async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
         return False
 
 
-async def wait_until_healthy(base_url: str, process: subprocess.Popen[bytes], timeout_s: float,
+async def wait_until_healthy(base_url: str, process: ServerProcess, timeout_s: float,
                              log_path: Path, clock: Callable[[], float] = time.monotonic) -> None:
     """Poll ``/health`` then ``/v1/models``; raise if the server exits or the time runs out."""
     deadline_s = clock() + timeout_s
-    name = Path(str(process.args[0] if isinstance(process.args, list) else process.args)).name
+    name = process.name
     timeout = aiohttp.ClientTimeout(total=5.0)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         while True:
@@ -241,15 +284,17 @@ async def launch_server(loaded: LoadedConfig,
                         log_dir: str | Path | None = None) -> AsyncIterator[LaunchedServer]:
     """The server for ``loaded``, healthy; stopped (the whole process group) on leaving."""
     launch = loaded.config.target.launch or LaunchSettings()
+    env = build_server_env(loaded)
     port = find_free_port()
     command = build_command(loaded, port)
     log_path = _log_path(loaded, resolve_log_dir(log_dir), port).resolve()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", **launch.env}
+    if log_path.parent.is_dir():  # a server of a tracker killed with its supervisor: stop it
+        await asyncio.to_thread(reap_leftover_servers, log_path.parent, TERM_GRACE_S)
     base_url = f"http://{HOST}:{port}"
     started_s = time.monotonic()
     process = _start(command, env, log_path)
     def safety_net() -> None:  # if the interpreter exits before the finally below runs
-        stop_process_group(process, 2.0)
+        stop_server(process, 2.0)
 
     atexit.register(safety_net)
     try:
@@ -259,9 +304,9 @@ async def launch_server(loaded: LoadedConfig,
         if facts.engine_version is None:
             facts = _with_version(facts, await fetch_version(base_url))
         yield LaunchedServer(base_url, LaunchRecord(tuple(command), str(log_path), port,
-                                                    process.pid, startup_s, facts))
+                                                    process.pgid, startup_s, facts))
     finally:
-        stop_process_group(process)
+        stop_server(process)
         atexit.unregister(safety_net)
 
 
