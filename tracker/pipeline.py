@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from tracker.errors import StoreLockedError, TrackerError
 from tracker.results import QualityResult, RunResult, RunStatus, WorkloadResult
 from tracker.runner import Progress, RunOutcome, SuiteRunner
 from tracker.store.db import open_store, retry_when_locked
+from tracker.store.leases import RunLease, take_run_lease, utc_now
 from tracker.store.repository import (
     begin_run,
     fetch_run,
@@ -132,6 +134,7 @@ class StoreSink:
         self.run_id: int | None = None
         self.lock_error: StoreLockedError | None = None  # a write that waited out the lock
         self.pending: list[Callable[[], None]] = []  # writes to store once the lock is gone
+        self.lease: RunLease | None = None  # renews the run's lease while it runs
 
     @_retried_when_locked
     def begin(self, *, started_at: datetime, simulated: bool,
@@ -142,6 +145,8 @@ class StoreSink:
                 started_at=started_at, host=socket.gethostname(),
                 tracker_version=tracker.__version__, simulated=simulated,
                 environment=environment)
+            take_run_lease(session, self.run_id, os.getpid(), utc_now())
+        self.lease = RunLease(self.engine, self.run_id, os.getpid()).start()
         return self.run_id
 
     @_kept_when_locked
@@ -156,8 +161,14 @@ class StoreSink:
 
     @_stored_after_lock
     def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
+        self.stop_lease()  # a run that cannot be finished is left to a reaper
         with Session(self.engine) as session, session.begin():
             finish_run(session, self._run_id(), status, ended_at, reason)
+
+    def stop_lease(self) -> None:
+        if self.lease is not None:
+            self.lease.stop()
+            self.lease = None
 
     def _run_id(self) -> int:
         if self.run_id is None:
@@ -203,6 +214,8 @@ def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
             f"interrupted; run {sink.run_id} kept as partial with "
             f"{len(runner.results)} of {len(suite.suite.workloads)} workloads "
             f"(see `tracker show {sink.run_id}`)") from None
+    finally:
+        sink.stop_lease()  # however the run ended, this process no longer vouches for it
     with Session(engine) as session:
         return fetch_run(session, outcome.run_id)
 

@@ -352,7 +352,12 @@ def open_store(url: str) -> Engine:
     """An engine on a database whose schema is at this tracker's revision (dispose it when done).
 
     An empty database is migrated to the newest revision first. Raises StoreError when the
-    database cannot be reached or its schema is at another revision.
+    database cannot be reached or its schema is at another revision. A run left ``running`` by
+    a tracker that is gone (killed, its host lost) is marked partial (``tracker.store.leases``).
     """
+    from tracker.store.leases import reap_abandoned_runs_safely
+
     check_schema(url)
-    return create_store_engine(url)
+    engine = create_store_engine(url)
+    reap_abandoned_runs_safely(engine)
+    return engine

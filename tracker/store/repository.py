@@ -211,13 +211,16 @@ def _record_values(workload_result_id: int, record: RequestRecord) -> dict[str, 
 def finish_run(
     session: Session, run_id: int, status: RunStatus, ended_at: datetime, reason: str | None
 ) -> None:
-    """Record how and when a run ended (``reason`` says why it is partial or failed)."""
+    """Record how and when a run ended (``reason`` says why it is partial or failed); an ended
+    run has no owner and no lease (``tracker.store.leases``)."""
     run = session.get(RunModel, run_id)
     if run is None:
         raise _run_not_found(run_id)
     run.status = status.value
     run.ended_at = ended_at
     run.status_reason = reason
+    run.owner_pid = None
+    run.lease_until = None
     session.flush()
 
 
