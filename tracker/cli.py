@@ -13,6 +13,7 @@ import traceback
 
 from tracker import __version__, commands, doctor_command, gate_command
 from tracker.errors import TrackerError
+from tracker.redaction import redacted_output
 from tracker.scheduling import commands as scheduling_commands
 
 EXIT_INTERNAL = 70
@@ -149,6 +150,11 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with redacted_output():  # nothing secret is printed or logged, whatever the command does
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return dispatch(args)

@@ -18,6 +18,7 @@ from tracker.config import load_config
 from tracker.errors import ConfigError, UsageError
 from tracker.pipeline import execute_run, execute_suite
 from tracker.progress import ProgressPrinter
+from tracker.redaction import redact_data, redact_text
 from tracker.report import render_run_json, render_run_text, render_table
 from tracker.results import RunResult, RunStatus
 from tracker.store.db import open_store, redact_url, resolve_db_url, upgrade_database
@@ -29,14 +30,20 @@ EXIT_NOT_MEASURED = 3
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def write_json(target: str, data: dict[str, Any]) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def write_json(target: str, data: dict[str, Any], flag: str = "--json") -> None:
+    """The JSON (every string redacted) to ``target``, or stdout for ``-``."""
+    write_text(target, json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n", flag)
+
+
+def write_text(target: str, text: str, flag: str) -> None:
+    """A report or result file, redacted, written whole or not at all (``-``: stdout)."""
+    text = redact_text(text)
     if target == "-":
         sys.stdout.write(text)
         return
     path = Path(target)
     if not path.parent.is_dir():
-        raise UsageError(f"--json {target}: directory {path.parent} does not exist; create it "
+        raise UsageError(f"{flag} {target}: directory {path.parent} does not exist; create it "
                          "or choose another path")
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False,
                                      prefix=f".{path.name}.", suffix=".tmp") as handle:
