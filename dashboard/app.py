@@ -1,20 +1,25 @@
-"""The tracker's dashboard. Start it with `tracker dashboard [--db URL] [--port N]`.
+"""The tracker's dashboard. Start it with `tracker dashboard [--db URL] [--port N] [--host H]`.
 
 The database comes from $TRACKER_DB_URL (set by `tracker dashboard`), else ./tracker.db.
 Pages live in views/ (a pages/ folder would be listed by Streamlit itself before the
-navigation runs); their logic lives in tracker.dashboard.
+navigation runs); their logic lives in tracker.dashboard. Nothing is shown before the sign-in
+gate (tracker.dashboard.access: loopback, Streamlit's OIDC login, or a trusted proxy) passes.
 """
 
 import streamlit as st
 
 from tracker.dashboard.pages import PAGES
 from tracker.dashboard.ui import database_url, sidebar
+from tracker.dashboard.viewer import require_viewer, show_viewer
 
 st.set_page_config(page_title="tracker", page_icon=":material/speed:", layout="wide")
+viewer = require_viewer()  # stops here with the sign-in, or why not, when nobody may look
 navigation = st.navigation([
     st.Page(spec.path, title=spec.title, icon=spec.icon, url_path=spec.url_path,
             default=index == 0)
     for index, spec in enumerate(PAGES)
 ])
 sidebar(database_url())
+with st.sidebar:
+    show_viewer(viewer)
 navigation.run()

@@ -107,7 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "(trends, runs, compare, configs)")
     _add_db(dashboard)
     dashboard.add_argument("--port", type=int, default=8501, metavar="N",
-                           help="port on 127.0.0.1 (default: 8501)")
+                           help="port to serve on (default: 8501)")
+    dashboard.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
+                           help="address to serve on (default: 127.0.0.1); any other needs "
+                                "Streamlit's login ([auth] in .streamlit/secrets.toml) or "
+                                "--trust-proxy-auth")
+    dashboard.add_argument("--trust-proxy-auth", action="store_true",
+                           help="a reverse proxy in front authenticates every request and "
+                                "names the user in a header (it must replace a client's)")
+    dashboard.add_argument("--user-header", metavar="NAME",
+                           help="that header (default: X-Forwarded-User)")
 
     _add_bench(sub)
 
@@ -135,7 +144,8 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "db":
         return commands.cmd_db_upgrade(args.db)
     if args.command == "dashboard":
-        return commands.cmd_dashboard(args.db, args.port)
+        return commands.cmd_dashboard(args.db, args.port, args.host, args.trust_proxy_auth,
+                                      args.user_header)
     if args.command == "bench":
         return commands.cmd_bench(args)
     if args.command == "sim":

@@ -141,10 +141,12 @@ def cmd_demo(db: str | None, quiet: bool) -> int:
     return max(_exit_code(run) for run in runs)
 
 
-def cmd_dashboard(db: str | None, port: int) -> int:
+def cmd_dashboard(db: str | None, port: int, host: str, trust_proxy_auth: bool,
+                  user_header: str | None) -> int:
     from tracker.dashboard.launch import run_dashboard  # streamlit loads only for this command
 
-    run_dashboard(resolve_db_url(db), port)
+    run_dashboard(resolve_db_url(db), port, host=host, trust_proxy_auth=trust_proxy_auth,
+                  user_header=user_header)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

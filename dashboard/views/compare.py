@@ -10,7 +10,7 @@ pair = compareview.choose_pair(url)
 try:
     comparison = data.load_comparison(url, pair.base_id, pair.head_id)
 except NotFoundError as exc:
-    st.error(str(exc))
+    st.error(ui.md_text(exc))
     st.stop()
 base, head = comparison.base, comparison.head
 
@@ -18,13 +18,13 @@ left, right = st.columns(2)
 for column, title, run in ((left, "Base", base), (right, "Head", head)):
     with column:
         st.markdown(f"**{title}**")
-        st.text(compareview.describe(run))
+        ui.show_text(compareview.describe(run))
         if run.status.value != "completed":
             ui.show_status(run.status.value, run.status_reason, simulated=False)
 if base.simulated or head.simulated:
     st.warning(ui.SIMULATED_NOTE, icon=":material/science:")
 for note in compareview.like_for_like_notes(base, head):
-    st.warning(note, icon=":material/warning:")
+    st.warning(ui.md_text(note), icon=":material/warning:")
 
 if comparison.metrics.empty:
     st.info("These runs share no measured workload.")

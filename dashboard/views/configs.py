@@ -12,7 +12,7 @@ url = ui.page_start("Configs", "Every version of a serving config the store has 
 names = data.load_trend_options(url).configs
 wanted = st.query_params.get("config")
 config = st.selectbox("Config", names, index=names.index(wanted) if wanted in names else 0,
-                      key="config_name")
+                      format_func=ui.plain_text, key="config_name")
 st.query_params["config"] = str(config)
 history = data.load_config_history(url, str(config))
 
@@ -31,7 +31,7 @@ for old, new in reversed(pairs):
     entries = compute_diff(old.canonical, new.canonical)
     label = (f"{old.version[:12]} → {new.version[:12]} · {new.first_seen_at:%Y-%m-%d} · "
              f"{len(entries)} change{'s' if len(entries) != 1 else ''}")
-    with st.expander(ui.md_escape(label), expanded=new is history[-1]):
+    with st.expander(ui.md_text(label), expanded=new is history[-1]):
         ui.dataframe(diff_frame(entries, old.version[:12], new.version[:12]))
-with st.expander(f"Current body ({history[-1].version[:12]})"):
-    st.json(dict(history[-1].canonical))
+with st.expander(f"Current body ({ui.md_text(history[-1].version[:12])})"):
+    ui.show_json(dict(history[-1].canonical))

@@ -29,7 +29,7 @@ if not open_regressions.empty:
     st.subheader(f"Open regressions ({len(open_regressions)})")
     for row in open_regressions.head(8).to_dict("records"):
         left, right = st.columns([3, 1])
-        left.text(triage.describe(row))
+        left.text(ui.plain_text(triage.describe(row)))
         with right:
             triage.regression_link(int(row["id"]), f"Triage regression {int(row['id'])}")
 
@@ -40,8 +40,8 @@ else:
     st.subheader("Needs a look")
     for row in problems.head(12).to_dict("records"):
         left, right = st.columns([3, 1])
-        left.text(f"{row['state']:<10} {row['config']} · {row['suite']} · {row['when']}"
-                  + (" · simulated" if row["simulated"] else ""))
+        left.text(ui.plain_text(f"{row['state']:<10} {row['config']} · {row['suite']} · "
+                                f"{row['when']}" + (" · simulated" if row["simulated"] else "")))
         with right:
             ui.run_link(int(row["run_id"]))
 
@@ -49,9 +49,8 @@ st.subheader("Latest runs")
 table = overview[["state", "config", "suite", "run_id", "status", "simulated", "when",
                   "started_at", "runs", "status_reason"]].copy()
 table["config_version"] = overview["config_version"].str[:12]
-event = st.dataframe(
-    table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-    key="overview_table",
+event = ui.dataframe(
+    table, on_select="rerun", selection_mode="single-row", key="overview_table",
     column_config={"run_id": st.column_config.NumberColumn("run", format="#%d"),
                    "started_at": st.column_config.DatetimeColumn("started (UTC)"),
                    "runs": st.column_config.NumberColumn("runs stored"),

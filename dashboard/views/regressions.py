@@ -16,8 +16,8 @@ if frame.empty:
     st.stop()
 
 table = triage.regression_table(frame)
-event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun",
-                     selection_mode="single-row", key="regression_table", column_config={
+event = ui.dataframe(table, on_select="rerun", selection_mode="single-row",
+                     key="regression_table", column_config={
                          "change %": st.column_config.NumberColumn(format="%+.1f%%"),
                          "run": st.column_config.NumberColumn(format="#%d")})
 wanted = ui.query_int("id")
@@ -27,5 +27,5 @@ if event.selection.rows:
 records = {int(r["id"]): r for r in frame.to_dict("records")}
 record = records.get(wanted or -1) or next(iter(records.values()))
 st.divider()
-triage.show_record(record)
+triage.show_record(url, record)
 triage.triage_form(url, record)

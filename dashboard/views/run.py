@@ -9,14 +9,14 @@ run_id = runview.choose_run(url, "run", "Run id", data.default_run_id(url))
 detail = runview.load_or_stop(url, run_id)
 run = detail.run
 
-st.subheader(f"Run #{run.run_id} · {ui.md_escape(run.config.name)} · "
-             f"{ui.md_escape(run.suite.name)}")
+st.subheader(f"Run #{run.run_id} · {ui.md_text(run.config.name)} · "
+             f"{ui.md_text(run.suite.name)}")
 ui.status_badges(run.status.value, run.simulated)
 took = "" if run.ended_at is None else \
     f" · took {(run.ended_at - run.started_at).total_seconds():.0f} s"
-st.text(f"started {run.started_at:%Y-%m-%d %H:%M:%S} UTC{took} · config "
-        f"{run.config.name}@{run.config.version[:12]} · suite {run.suite.name}@"
-        f"{run.suite.version[:12]} · host {run.host}")
+ui.show_text(f"started {run.started_at:%Y-%m-%d %H:%M:%S} UTC{took} · config "
+             f"{run.config.name}@{run.config.version[:12]} · suite {run.suite.name}@"
+             f"{run.suite.version[:12]} · host {run.host}")
 ui.show_status(run.status.value, run.status_reason, run.simulated)
 
 previous = data.load_previous_run_id(url, run.run_id)
@@ -54,7 +54,7 @@ with gpu_tab:
     else:
         st.plotly_chart(charts.render_gpu_timeline(samples), width="stretch")
     for note in runview.telemetry_notes(run):
-        st.text(note)
+        ui.show_text(note)
 with server_tab:
     server = runview.server_frame(run)
     if server.empty:
@@ -74,7 +74,7 @@ with quality_tab:
                      help="share of answers that differ from the baseline run's")
         if quality.accuracy_ci_low is not None and quality.accuracy_ci_high is not None:
             st.caption(f"accuracy interval {quality.accuracy_ci_low:.1%} to "
-                       f"{quality.accuracy_ci_high:.1%}; set {ui.md_escape(quality.set_name)}")
+                       f"{quality.accuracy_ci_high:.1%}; set {ui.md_text(quality.set_name)}")
         items = runview.quality_frame(run)
         if st.toggle("Only answers that changed", value=bool(quality.drift), key="changed_only"):
             items = items[items["changed"] == True]  # noqa: E712 - True/False/None column
@@ -90,7 +90,7 @@ with errors_tab:
                      .reset_index(name="requests"))
         ui.dataframe(failed[["workload", "index", "error_class", "error"]])
 with env_tab:
-    st.json(dict(run.environment))
-    st.text(f"host {run.host} · tracker {run.tracker_version}")
+    ui.show_json(dict(run.environment))
+    ui.show_text(f"host {run.host} · tracker {run.tracker_version}")
 with config_tab:
-    st.json(dict(run.config_body))
+    ui.show_json(dict(run.config_body))

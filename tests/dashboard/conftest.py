@@ -2,11 +2,15 @@
 
 The populated database holds runs made through the CLI on the built-in simulator: config
 ``fast-sim`` at two versions (two runs, then a third after an engine change), ``other-sim``
-once, and ``unreachable`` once, which fails because nothing listens on its port.
+once, and ``unreachable`` once, which fails because nothing listens on its port. ``inject_outside_text``
+then writes outside text into a copy the way an older tracker would have stored it: raw.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,3 +123,64 @@ def empty_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     open_store(url).dispose()
     return url
+
+
+# --- outside text, stored raw ------------------------------------------------------------------
+
+SENTINEL = "sk-SENTINEL-dash-Zq7Wx3Kp9Lm2Vb8N"  # shaped like an OpenAI key
+
+
+def markup(image_url: str) -> str:
+    """Outside text that a Markdown or HTML renderer would turn into a fetch, a link, an icon
+    and a formula, with a key in it."""
+    return f"{named_markup(image_url)} [link](http://127.0.0.1:9/phish) :material/warning: " \
+        f"$x^2$ key {SENTINEL}"
+
+
+def named_markup(image_url: str) -> str:
+    """The image and the tag, for names (which the URL's query string carries)."""
+    return f"![x]({image_url}) <img src=\"{image_url}\">"
+
+
+def inject_outside_text(populated: Populated, directory: Path, image_url: str) -> str:
+    """A copy of the populated database holding ``markup(image_url)`` in every outside text
+    the pages show, written with plain sqlite3 (no redaction, as an older tracker stored it):
+    run 5's reason, host and request errors (its config's name gets ``named_markup``); run 3's
+    environment, quality items,
+    quality set and GPU reason; the regression's note and attribution; fast-sim's newest
+    config body. Returns the copy's URL."""
+    path = directory / "outside-text.db"
+    shutil.copy(populated.url.removeprefix("sqlite:///"), path)
+    text = markup(image_url)
+    connection = sqlite3.connect(path)
+    try:
+        with connection:
+            _inject(connection, text, image_url)
+    finally:
+        connection.close()
+    return f"sqlite:///{path}"
+
+
+def _inject(connection: sqlite3.Connection, text: str, image_url: str) -> None:
+    execute = connection.execute
+    execute("UPDATE runs SET status_reason = ?, host = ? WHERE id = 5", (f"failed: {text}", text))
+    execute("UPDATE config_versions SET name = ? WHERE name = 'unreachable'",
+            (f"unreachable {named_markup(image_url)}",))
+    execute("UPDATE request_records SET error = ? WHERE workload_result_id IN "
+            "(SELECT id FROM workload_results WHERE run_id = 5)", (text,))
+    execute("UPDATE request_records SET error_class = ? WHERE id = (SELECT MIN(id) FROM "
+            "request_records WHERE error IS NOT NULL)", (text,))
+    (environment,) = execute("SELECT environment FROM runs WHERE id = 3").fetchone()
+    execute("UPDATE runs SET environment = ? WHERE id = 3",
+            (json.dumps({**json.loads(environment), "server_log": f"/var/log/{text}"}),))
+    execute("UPDATE workload_telemetry SET gpu_measured = 0, gpu_reason = ? WHERE "
+            "workload_result_id IN (SELECT id FROM workload_results WHERE run_id = 3)", (text,))
+    execute("INSERT INTO quality_summaries VALUES (3, ?, 'v1', 2, 1, 1, 0.5, 0.1, 0.9, NULL, "
+            "NULL, 0)", (f"set {text}",))
+    execute("INSERT INTO quality_items (run_id, position, item_id, scorer, output, score, error, "
+            "changed) VALUES (3, 0, 'q1', 'exact', ?, 1.0, NULL, NULL), "
+            "(3, 1, 'q2', 'exact', NULL, NULL, ?, NULL)", (text, text))
+    execute("UPDATE regressions SET note = ?, attribution = ?", (text, text))
+    (canonical,) = execute("SELECT canonical FROM config_versions WHERE id = 2").fetchone()
+    execute("UPDATE config_versions SET canonical = ? WHERE id = 2",
+            (json.dumps({**json.loads(canonical), "served_by": text}),))

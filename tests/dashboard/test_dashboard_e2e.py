@@ -2,6 +2,10 @@
 
 Overview -> Trends -> a run -> Compare, checking real content on each page and saving a
 screenshot of each to artifacts/screenshots/ (or $TRACKER_SCREENSHOT_DIR), which CI keeps.
+Then every page over a database whose outside text holds a Markdown image and an HTML tag
+pointing at a local server that counts requests: the text shows literally and the server gets
+none. That dashboard trusts a reverse proxy (the browser sends its user header), and a triage
+records that user.
 """
 
 from __future__ import annotations
@@ -10,16 +14,24 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.orm import Session
 
-from tests.dashboard.conftest import Populated
+from tests.dashboard.conftest import Populated, inject_outside_text, named_markup
+from tracker.dashboard.ui import WORD_JOINER
 from tracker.launcher import find_free_port
+from tracker.store.db import open_store
+from tracker.store.regressions import fetch_regression
 
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="the playwright package is not installed (the test extra)")
@@ -53,12 +65,13 @@ def _wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
     pytest.fail(f"the dashboard did not answer {base}/_stcore/health in {START_TIMEOUT_S} s")
 
 
-@pytest.fixture
-def dashboard(populated: Populated) -> Iterator[str]:
+@contextmanager
+def _serve(db_url: str, *flags: str) -> Iterator[str]:
+    """`tracker dashboard` over ``db_url`` on a free port until the block ends; its base URL."""
     port = find_free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tracker", "dashboard", "--db", populated.url, "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+        [sys.executable, "-m", "tracker", "dashboard", "--db", db_url, "--port", str(port),
+         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(base, process)
@@ -72,6 +85,12 @@ def dashboard(populated: Populated) -> Iterator[str]:
             process.wait()
         if process.stdout:
             process.stdout.close()
+
+
+@pytest.fixture
+def dashboard(populated: Populated) -> Iterator[str]:
+    with _serve(populated.url) as base:
+        yield base
 
 
 @pytest.fixture
@@ -150,3 +169,141 @@ def _walk(page: Any, base: str, populated: Populated, screenshots: Path) -> None
     page.get_by_role("tab", name="Config diff").click()
     expect(page.get_by_role("tab", name="Config diff")).to_have_attribute("aria-selected", "true")
     _shoot(page, screenshots / "4-compare.png")
+
+
+# --- outside text, behind a trusted proxy --------------------------------------------------------
+
+PROXY_USER = "erin@example.com"
+PIXEL = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000"
+                      "010001000002024401003b")  # a 1x1 GIF
+
+
+class CountingServer:
+    """A real HTTP server on 127.0.0.1 that answers every GET with a pixel and counts them."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        counted = self.paths
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                counted.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/gif")
+                self.send_header("Content-Length", str(len(PIXEL)))
+                self.end_headers()
+                self.wfile.write(PIXEL)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/pixel.gif"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def wait_for(self, count: int, timeout_s: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if len(self.paths) >= count:
+                return True
+            time.sleep(0.05)
+        return False
+
+
+@pytest.fixture(scope="module")
+def image_server() -> Iterator[CountingServer]:
+    server = CountingServer()
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+        server.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def outside_db(populated: Populated, image_server: CountingServer,
+               tmp_path_factory: pytest.TempPathFactory) -> str:
+    return inject_outside_text(populated, tmp_path_factory.mktemp("e2e-outside"),
+                               image_server.url)
+
+
+@pytest.fixture(scope="module")
+def proxied_dashboard(outside_db: str) -> Iterator[str]:
+    with _serve(outside_db, "--trust-proxy-auth") as base:
+        yield base
+
+
+@contextmanager
+def _proxied_page(requested: list[str]) -> Iterator[Any]:
+    """A page whose every request carries the proxy's user header; ``requested`` collects the
+    URL of every request the browser makes."""
+    sync_api.expect.set_options(timeout=CONTENT_TIMEOUT_MS)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_FLAGS)
+        try:
+            context = browser.new_context(viewport=VIEWPORT,
+                                          extra_http_headers={"X-Forwarded-User": PROXY_USER})
+            page = context.new_page()
+            page.set_default_timeout(CONTENT_TIMEOUT_MS)
+            page.on("request", lambda request: requested.append(request.url))
+            yield page
+        finally:
+            browser.close()
+
+
+def _visits(image_url: str) -> list[tuple[str, str]]:
+    """(path and query, page title) of every page, on the runs and records holding markup."""
+    config = urllib.parse.quote(f"unreachable {named_markup(image_url)}")
+    return [("/", "Overview"), ("/trends", "Trends"), ("/run?run=5", "Run detail"),
+            ("/run?run=3", "Run detail"), ("/compare?base=2&head=3", "Compare"),
+            ("/compare?base=4&head=5", "Compare"), ("/regressions", "Regressions"),
+            ("/configs?config=fast-sim", "Configs"), (f"/configs?config={config}", "Configs")]
+
+
+def test_outside_markup_shows_literally_and_fetches_nothing_in_chromium(
+        proxied_dashboard: str, image_server: CountingServer, screenshots: Path) -> None:
+    requested: list[str] = []
+    links: list[str] = []
+    expect = sync_api.expect
+    with _proxied_page(requested) as page:
+        for path, title in _visits(image_server.url):
+            page.goto(proxied_dashboard + path)
+            expect(page.get_by_role("heading", name=title)).to_be_visible()
+            _settle(page)
+            links += page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+            if path == "/run?run=5":
+                alert = page.get_by_role("alert").first
+                expect(alert).to_contain_text("Failed: failed: ![x](")
+                shown = alert.inner_text().replace(WORD_JOINER, "")
+                assert f'![x]({image_server.url}) <img src="{image_server.url}">' in shown
+                assert "key [redacted]" in shown
+                _shoot(page, screenshots / "5-outside-text.png")
+        assert image_server.paths == []
+        assert not [url for url in requested if url.startswith(image_server.url)]
+        assert not [url for url in links if url.startswith(("http://127.0.0.1:9/",
+                                                            image_server.url))]
+        # The control: this browser does fetch the URL when a page really asks for it.
+        page.evaluate("url => { const image = new Image(); image.src = url; }", image_server.url)
+        assert image_server.wait_for(1)
+
+
+def test_triage_behind_a_trusted_proxy_records_its_user_in_chromium(
+        proxied_dashboard: str, outside_db: str) -> None:
+    expect = sync_api.expect
+    with _proxied_page([]) as page:
+        page.goto(proxied_dashboard + "/regressions")
+        expect(page.get_by_role("heading", name="Regressions")).to_be_visible()
+        expect(page.get_by_test_id("stSidebar")).to_contain_text(PROXY_USER)
+        page.get_by_text("acknowledged (someone is looking)").click()
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_text("Saved: regression 1 is acknowledged.")).to_be_visible()
+        expect(page.get_by_text(f"last triaged by {PROXY_USER} at ")).to_be_visible()
+    engine = open_store(outside_db)
+    try:
+        with Session(engine) as session:
+            assert fetch_regression(session, 1).updated_by == PROXY_USER
+    finally:
+        engine.dispose()

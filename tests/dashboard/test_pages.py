@@ -2,54 +2,27 @@
 
 from __future__ import annotations
 
-import json
+import getpass
 import shutil
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
-from streamlit.testing.v1 import AppTest
 
+from tests.dashboard.apptest import figures, open_page, shown, texts
 from tests.dashboard.conftest import REGRESSION_SERIES, Populated
-from tracker.dashboard import data
 from tracker.dashboard.pages import PAGES, PageSpec, page
-from tracker.store.db import DB_URL_ENV, open_store
+from tracker.store.db import open_store
 from tracker.store.regressions import RegressionStatus, fetch_regressions
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 PAGE_IDS = [spec.key for spec in PAGES]
-
-
-def open_page(monkeypatch: pytest.MonkeyPatch, url: str, spec: PageSpec,
-              query: dict[str, str] | None = None) -> AppTest:
-    monkeypatch.setenv(DB_URL_ENV, url)
-    data.clear_caches()
-    app = AppTest.from_file(str(APP), default_timeout=60)
-    if spec is not PAGES[0]:
-        app.run()  # navigation registers the pages on the first run
-        app.switch_page(spec.path)
-    app.query_params.update(query or {})
-    app.run()
-    assert not app.exception, app.exception[0].message
-    assert [title.value for title in app.title] == [spec.title]
-    return app
-
-
-def texts(app: AppTest) -> str:
-    parts = [e.value for kind in ("text", "markdown", "caption", "subheader", "info", "warning",
-                                  "error", "success") for e in getattr(app, kind)]
-    return "\n".join(str(p) for p in parts)
-
-
-def figures(app: AppTest) -> list[dict[str, object]]:
-    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=PAGE_IDS)
 def test_page_on_a_missing_database_hints_tracker_demo_and_creates_nothing(
         spec: PageSpec, monkeypatch: pytest.MonkeyPatch, missing_url: str) -> None:
     app = open_page(monkeypatch, missing_url, spec)
-    assert "tracker demo --db" in app.info[0].value
+    assert "tracker demo --db" in shown(app.info[0].value)
     assert not Path(missing_url.removeprefix("sqlite:///")).exists()
 
 
@@ -57,7 +30,7 @@ def test_page_on_a_missing_database_hints_tracker_demo_and_creates_nothing(
 def test_page_on_an_empty_database_hints_tracker_demo(
         spec: PageSpec, monkeypatch: pytest.MonkeyPatch, empty_url: str) -> None:
     app = open_page(monkeypatch, empty_url, spec)
-    assert "No runs in" in app.info[0].value and "tracker demo" in app.info[0].value
+    assert "No runs in" in shown(app.info[0].value) and "tracker demo" in shown(app.info[0].value)
     assert not app.get("plotly_chart")
 
 
@@ -66,7 +39,7 @@ def test_page_on_an_unreadable_database_says_why(monkeypatch: pytest.MonkeyPatch
     path = tmp_path / "not-a-db.db"
     path.write_text("this is not sqlite", encoding="utf-8")
     app = open_page(monkeypatch, f"sqlite:///{path}", PAGES[0])
-    assert app.error and "cannot open database" in app.error[0].value
+    assert app.error and "cannot open database" in shown(app.error[0].value)
 
 
 def test_overview_puts_the_regression_and_the_failed_run_first(
@@ -112,8 +85,8 @@ def test_run_detail_of_the_failed_run_says_why(monkeypatch: pytest.MonkeyPatch,
                                                populated: Populated) -> None:
     failed = populated.run_ids["unreachable"][0]
     app = open_page(monkeypatch, populated.url, page("run"), {"run": str(failed)})
-    assert f"Run #{failed}" in app.subheader[0].value
-    assert "Failed: all 12 requests of chat failed" in app.error[0].value
+    assert f"Run #{failed}" in shown(app.subheader[0].value)
+    assert "Failed: all 12 requests of chat failed" in shown(app.error[0].value)
 
 
 def test_run_detail_shows_distributions_and_the_simulated_marker(
@@ -132,7 +105,7 @@ def test_run_detail_shows_distributions_and_the_simulated_marker(
 def test_run_detail_of_an_unknown_run_says_so(monkeypatch: pytest.MonkeyPatch,
                                               populated: Populated) -> None:
     app = open_page(monkeypatch, populated.url, page("run"), {"run": "999"})
-    assert "run 999 not found" in app.error[0].value
+    assert "run 999 not found" in shown(app.error[0].value)
 
 
 def test_compare_shows_verdicts_and_the_config_diff(monkeypatch: pytest.MonkeyPatch,
@@ -194,3 +167,6 @@ def test_triage_marks_a_regression_expected_with_a_note(
     finally:
         engine.dispose()
     assert (record.status, record.note) == (RegressionStatus.EXPECTED, "fewer sequences on purpose")
+    assert record.updated_by == f"local:{getpass.getuser()}"  # on 127.0.0.1: the OS user
+    app.multiselect(key="regression_statuses").set_value(["expected"]).run()
+    assert f"last triaged by local:{getpass.getuser()} at " in texts(app)

@@ -1,7 +1,8 @@
 """Plotly figures for the pages: pure functions of frames, no Streamlit, no store.
 
-Plotly reads a few HTML tags in names and hover text, so every string that comes from the store
-passes through ``html.escape`` before it reaches a figure.
+Plotly reads a few HTML tags (links among them) in names, labels and hover text, so every string
+that comes from the store is redacted and passes through ``html.escape`` (``_esc``) before it
+reaches a figure; the tracker's own labels (metric names, units) go in as they are.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from tracker.dashboard.trends import display_unit, metric_label
+from tracker.redaction import redact_text
 
 PALETTE = qualitative.Plotly + qualitative.D3
 STATE_COLORS = {
@@ -30,7 +32,7 @@ LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 40, "b":
 
 
 def _esc(value: object) -> str:
-    return html.escape(str(value))
+    return html.escape(redact_text(str(value)))
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
@@ -207,13 +209,13 @@ def render_change_bars(changes: pd.DataFrame) -> go.Figure:
     with its interval as error bars. ``changes``: workload, label, rel_change, ci_low, ci_high,
     outcome."""
     figure = go.Figure()
-    order = [f"{_esc(w)} · {_esc(label)}" for w, label in
+    order = [f"{_esc(w)} · {label}" for w, label in
              zip(changes["workload"], changes["label"], strict=True)]
     for outcome, color in OUTCOME_COLORS.items():
         rows = changes[changes["outcome"] == outcome]
         if rows.empty:
             continue
-        labels = [f"{_esc(w)} · {_esc(label)}" for w, label in
+        labels = [f"{_esc(w)} · {label}" for w, label in
                   zip(rows["workload"], rows["label"], strict=True)]
         has_ci = rows["ci_low"].notna()
         figure.add_trace(go.Bar(
@@ -240,11 +242,12 @@ def render_change_bars(changes: pd.DataFrame) -> go.Figure:
 def render_version_timeline(versions: pd.DataFrame) -> go.Figure:
     """When each version was first seen and how many runs it has."""
     figure = go.Figure(go.Scatter(
-        x=versions["first_seen_at"], y=versions["version"], mode="markers+lines",
+        x=versions["first_seen_at"], y=[_esc(v) for v in versions["version"]],
+        mode="markers+lines",
         marker={"size": [8 + min(30.0, float(n) ** 0.5) for n in versions["runs"]],
                 "color": PALETTE[0]},
         line={"shape": "hv", "color": "#bbbbbb"},
-        hovertext=[f"{v} · {n} runs" for v, n in zip(versions["version"], versions["runs"],
+        hovertext=[f"{_esc(v)} · {n} runs" for v, n in zip(versions["version"], versions["runs"],
                                                       strict=True)],
         hoverinfo="text"))
     figure.update_layout(**LAYOUT, height=max(200, 40 * len(versions) + 80),

@@ -42,14 +42,16 @@ def choose_pair(url: str) -> Pair:
 def _choose_versions(url: str) -> Pair:
     options = data.load_trend_options(url)
     left, middle, right = st.columns(3)
-    config = left.selectbox("Config", options.configs, key="compare_config")
-    suite = middle.selectbox("Suite", options.suites, key="compare_suite")
+    config = left.selectbox("Config", options.configs, format_func=ui.plain_text,
+                            key="compare_config")
+    suite = middle.selectbox("Suite", options.suites, format_func=ui.plain_text,
+                             key="compare_suite")
     history = data.load_config_history(url, str(config))
     versions = [entry.version for entry in history]
     if len(versions) < 2:
         st.info("This config has a single version; compare two runs instead.")
         st.stop()
-    labels = {e.version: f"{e.version[:12]} (first seen {e.first_seen_at:%Y-%m-%d})"
+    labels = {e.version: ui.plain_text(f"{e.version[:12]} (first seen {e.first_seen_at:%Y-%m-%d})")
               for e in history}
     with right:
         base_version = st.selectbox("Base version", versions, index=len(versions) - 2,

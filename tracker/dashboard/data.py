@@ -23,7 +23,12 @@ from tracker.dashboard.verdicts import compute_verdicts
 from tracker.errors import StoreError
 from tracker.store import queries
 from tracker.store.db import check_schema, create_store_engine, read_revision, redact_url
-from tracker.store.regressions import RegressionStatus, update_regression_status
+from tracker.store.regressions import (
+    RegressionRecord,
+    RegressionStatus,
+    fetch_regression,
+    update_regression_status,
+)
 
 CACHE_TTL_S = 60
 STATE_TTL_S = 10
@@ -59,9 +64,9 @@ def engine_for(url: str) -> Engine:
 
 def _empty_hint(url: str) -> str:
     shown = redact_url(url)
-    return (f"No runs in {shown} yet. Fill it with `tracker demo --db {shown}` (the shipped "
+    return (f"No runs in {shown} yet. Fill it with: tracker demo --db {shown} (the shipped "
             "suites on the built-in simulator, about a minute), or store your own with "
-            "`tracker run --config … --suite …`, then reload this page.")
+            "tracker run --config … --suite …, then reload this page.")
 
 
 def query_database_state(url: str) -> DatabaseState:
@@ -175,10 +180,16 @@ def query_regressed_pairs(url: str) -> frozenset[tuple[str, str]]:
     return frozenset(zip(worse["config"], worse["suite"], strict=True))
 
 
-def save_regression_status(url: str, regression_id: int, status: str, note: str) -> None:
-    """The dashboard's one write: triage a regression record through the store."""
+def query_regression(url: str, regression_id: int) -> RegressionRecord:
+    record: RegressionRecord = _read(url, lambda s: fetch_regression(s, regression_id))
+    return record
+
+
+def save_regression_status(url: str, regression_id: int, status: str, note: str,
+                           by: str) -> None:
+    """The dashboard's one write: triage a regression record through the store, as ``by``."""
     with Session(engine_for(url)) as session, session.begin():
-        update_regression_status(session, regression_id, RegressionStatus(status), note)
+        update_regression_status(session, regression_id, RegressionStatus(status), note, by=by)
     clear_caches()
 
 
@@ -200,6 +211,7 @@ load_config_history = _cached(query_config_history)
 load_verdicts = _cached(query_verdicts)
 load_regressions = _cached(query_regressions)
 load_regressed_pairs = _cached(query_regressed_pairs)
+load_regression = _cached(query_regression)
 
 
 def clear_caches() -> None:

@@ -34,7 +34,7 @@ def load_or_stop(url: str, run_id: int) -> RunDetail:
     try:
         return data.load_run_detail(url, run_id)
     except NotFoundError as exc:
-        st.error(str(exc))
+        st.error(ui.md_text(exc))
         st.stop()
 
 
@@ -89,7 +89,7 @@ def server_frame(run: RunResult) -> pd.DataFrame:
     for workload in run.workloads:
         server = workload.server
         if server is not None and server.measured:
-            columns[workload.name] = dict(server.values)
+            columns[ui.plain_text(workload.name)] = dict(server.values)
     frame = pd.DataFrame(columns)
     return frame.rename_axis("metric").reset_index() if not frame.empty else frame
 

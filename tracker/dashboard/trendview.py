@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import streamlit as st
 
-from tracker.dashboard import data
+from tracker.dashboard import data, ui
 from tracker.dashboard.trends import (
     STAT_LABELS,
     find_version_changes,
@@ -61,11 +61,11 @@ def choose_selection(options: TrendOptions) -> tuple[data.TrendSelection, bool]:
     metric = _metric_controls(default.metric, options.metrics)
     left, middle, right = st.columns(3)
     configs = left.multiselect("Configs", options.configs, default=list(default.configs),
-                               key="trend_configs")
+                               format_func=ui.plain_text, key="trend_configs")
     suites = middle.multiselect("Suites", options.suites, default=list(default.suites),
-                                key="trend_suites")
+                                format_func=ui.plain_text, key="trend_suites")
     names = list(dict.fromkeys(w for s in suites for w in options.workloads.get(s, ())))
-    workloads = right.multiselect("Workloads", names, default=names,
+    workloads = right.multiselect("Workloads", names, default=names, format_func=ui.plain_text,
                                   placeholder="every workload", key="trend_workloads")
     left, right = st.columns([1, 2])
     window = left.selectbox("Time", list(WINDOWS), index=len(WINDOWS) - 1, key="trend_window")

@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from tracker.dashboard import data, ui
+from tracker.dashboard import data, ui, viewer
 from tracker.dashboard.pages import page
 from tracker.dashboard.trends import display_unit, metric_label
-from tracker.store.regressions import RegressionStatus
+from tracker.store.regressions import RegressionRecord, RegressionStatus
 
 FLASH_KEY = "triage_flash"
 STATUS_HELP = {
@@ -47,13 +47,14 @@ def regression_link(regression_id: int, label: str) -> None:
                  query_params={"id": str(regression_id)})
 
 
-def show_record(record: Mapping[Hashable, Any]) -> None:
-    """One regression: the series, the size of the change, its first run and what changed."""
+def show_record(url: str, record: Mapping[Hashable, Any]) -> None:
+    """One regression: the series, the size of the change, its first run, what changed, and
+    who triaged it last."""
     metric = str(record["metric"])
     unit = display_unit(metric)
-    st.subheader(f"Regression {int(record['id'])} · {ui.md_escape(record['status'])}")
-    st.text(f"{record['config']} · {record['suite']} · {record['workload']} · "
-            f"{metric_label(metric)}")
+    st.subheader(f"Regression {int(record['id'])} · {ui.md_text(record['status'])}")
+    ui.show_text(f"{record['config']} · {record['suite']} · {record['workload']} · "
+                 f"{metric_label(metric)}")
     before, after = record["before"] * unit.scale, record["after"] * unit.scale
     rel = record["rel_change"]
     left, middle, right = st.columns(3)
@@ -64,10 +65,21 @@ def show_record(record: Mapping[Hashable, Any]) -> None:
     right.metric("detected (UTC)", f"{record['detected_at']:%Y-%m-%d %H:%M}")
     if record["attribution"]:
         st.caption("What changed around it")
-        st.text(str(record["attribution"]))
+        ui.show_text(record["attribution"])
     if not pd.isna(record["run_id"]):
         ui.run_link(int(record["run_id"]), f"Open run #{int(record['run_id'])}, the first run "
                     "of the new level")
+    ui.show_text(describe_triage(data.load_regression(url, int(record["id"]))))
+
+
+def describe_triage(record: RegressionRecord) -> str:
+    """Who changed the record last, and when (plain text)."""
+    if record.updated_by is not None:
+        return f"last triaged by {record.updated_by} at {record.updated_at:%Y-%m-%d %H:%M} UTC"
+    if record.updated_at > record.detected_at:
+        return (f"last changed at {record.updated_at:%Y-%m-%d %H:%M} UTC, by someone not "
+                "recorded (an older tracker)")
+    return "not triaged yet"
 
 
 def triage_form(url: str, record: Mapping[Hashable, Any]) -> None:
@@ -77,10 +89,14 @@ def triage_form(url: str, record: Mapping[Hashable, Any]) -> None:
         status = st.radio("Status", statuses, index=statuses.index(str(record["status"])),
                           horizontal=True, key="triage_status",
                           format_func=lambda s: f"{s} ({STATUS_HELP.get(s, '')})")
-        note = st.text_area("Note", value=str(record["note"] or ""), key="triage_note",
+        note = st.text_area("Note", value=ui.plain_text(record["note"] or ""), key="triage_note",
                             placeholder="why it is expected, the fix, the issue link…")
         if st.form_submit_button("Save", type="primary"):
-            data.save_regression_status(url, int(record["id"]), str(status), note)
+            by = viewer.current_viewer()
+            if by is None:  # the gate passed on this run, so the sign-in just ended
+                st.error("Not saved: sign in again.")
+                st.stop()
+            data.save_regression_status(url, int(record["id"]), str(status), note, by)
             st.session_state[FLASH_KEY] = f"Saved: regression {int(record['id'])} is {status}."
             st.rerun()
 

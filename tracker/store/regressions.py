@@ -26,6 +26,8 @@ from tracker.store.models import (
 from tracker.store.models_analysis import RegressionModel
 from tracker.store.values import ConfigVersionRow, NotFoundError
 
+UPDATED_BY_CHARS = 200  # regressions.updated_by is String(200)
+
 
 class RegressionStatus(StrEnum):
     OPEN = "open"  # new: someone should look
@@ -60,6 +62,7 @@ class RegressionRecord:
     attribution: str | None
     detected_at: datetime
     updated_at: datetime
+    updated_by: str | None = None  # who made the last triage change; None: not recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,19 +129,30 @@ def fetch_regressions(
     return [_record(row) for row in session.scalars(query.limit(limit))]
 
 
-def update_regression_status(
-    session: Session, regression_id: int, status: RegressionStatus, note: str | None = None,
-    *, now: datetime | None = None,
-) -> RegressionRecord:
-    """Move a record to ``status`` (any status to any other), optionally replacing its note."""
+def fetch_regression(session: Session, regression_id: int) -> RegressionRecord:
+    return _record(_row(session, regression_id))
+
+
+def _row(session: Session, regression_id: int) -> RegressionModel:
     row = session.get(RegressionModel, regression_id)
     if row is None:
         raise NotFoundError(f"regression {regression_id} not found; list them with "
                             "fetch_regressions (or the dashboard)")
+    return row
+
+
+def update_regression_status(
+    session: Session, regression_id: int, status: RegressionStatus, note: str | None = None,
+    *, by: str | None = None, now: datetime | None = None,
+) -> RegressionRecord:
+    """Move a record to ``status`` (any status to any other), optionally replacing its note;
+    ``by`` is who did it (the dashboard's viewer; None: not known), cut to the column's size."""
+    row = _row(session, regression_id)
     row.status = status.value
     if note is not None:
         row.note = note
     row.updated_at = now or datetime.now(UTC)
+    row.updated_by = None if by is None else by[:UPDATED_BY_CHARS]
     session.flush()
     return _record(row)
 
@@ -150,7 +164,7 @@ def _record(row: RegressionModel) -> RegressionRecord:
         run_id=row.run_id, location_index=row.location_index, before=row.before,
         after=row.after, rel_change=row.rel_change, regressed=row.regressed,
         status=RegressionStatus(row.status), note=row.note, attribution=row.attribution,
-        detected_at=row.detected_at, updated_at=row.updated_at,
+        detected_at=row.detected_at, updated_at=row.updated_at, updated_by=row.updated_by,
     )
 
 
