@@ -57,13 +57,21 @@ _TOKEN_SHAPES = re.compile(
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
     r")"
 )
-# A credential after its scheme word or header name: keep the word, hide the value.
+# A credential after its header name or key word (``x-api-key: …``, ``password=…``): keep the
+# word, hide the value.
 _AFTER_WORD = re.compile(
-    r"(?P<word>\b(?:Bearer|Token)\s+|\bBasic\s+(?=[A-Za-z0-9+/]{8,}=*)"
-    r"|\b(?:x-api-key|api-key|x-goog-api-key|authorization|proxy-authorization|"
+    r"(?P<word>\b(?:x-api-key|api-key|x-goog-api-key|authorization|proxy-authorization|"
     r"api_key|apikey|access_token|auth_token|password|passwd|secret|token)"
     r"[\"']?\s*[:=]\s*[\"']?(?:Bearer\s+|Basic\s+)?)"
     r"(?P<value>[^\s\"',;&}\]]{8,})",
+    re.IGNORECASE,
+)
+# A credential after its scheme word (``Bearer …``, ``Token …``, ``Basic …``), when the value
+# looks like one (a digit in it, or 20+ credential characters): "output token throughput" and
+# "Token generation failed" are words, not credentials.
+_AFTER_SCHEME = re.compile(
+    r"(?P<word>\b(?:Bearer|Token|Basic)\s+)"
+    r"(?P<value>(?=[^\s\"',;&}\]]*\d)[^\s\"',;&}\]]{8,}|[A-Za-z0-9._~+/=\-]{20,})",
     re.IGNORECASE,
 )
 # key=… in a URL's query string.
@@ -212,7 +220,7 @@ def redact_text(text: str) -> str:
     lowered = text.lower()
     if any(trigger in lowered for trigger in _TRIGGERS):
         text = _TOKEN_SHAPES.sub(MARK, text)
-        for pattern in (_AFTER_WORD, _QUERY, _URL_PASSWORD, _SLACK_HOOK):
+        for pattern in (_AFTER_WORD, _AFTER_SCHEME, _QUERY, _URL_PASSWORD, _SLACK_HOOK):
             text = pattern.sub(_keep_word, text)
     _KNOWN.refresh_environment(os.environ, every_s=ENV_REFRESH_S)
     return _KNOWN.hide(text)

@@ -1,0 +1,126 @@
+"""The one redaction: what it hides (known secrets whole and in pieces, token shapes, credentials
+after their words) and what it leaves alone (the tracker's own words, numbers, short values)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from urllib.parse import quote
+
+import pytest
+
+from tracker.redaction import (
+    MARK,
+    escape_markdown,
+    redact_data,
+    redact_text,
+    redacted_output,
+    refresh_environment,
+    register_secret,
+    register_url_credentials,
+)
+
+KEY = "qz7Rw2Lk9Xv4Tn8Hb3Mc"  # no known token shape: hidden only because it is registered
+
+
+@pytest.fixture(autouse=True)
+def known_key() -> None:
+    register_secret(KEY)
+
+
+@pytest.mark.parametrize("text", [
+    f"Incorrect API key provided: {KEY}",
+    f"you sent 'Bearer {KEY}'",
+    f"masked: {KEY[:6]}****{KEY[-6:]}",
+    f"the tail {KEY[-7:]} did not match",
+    f"encoded {quote('/' + KEY, safe='')}",
+    f"{KEY[3:15]} in the middle",
+])
+def test_a_registered_key_is_hidden_whole_and_in_every_piece_of_six(text: str) -> None:
+    hidden = redact_text(text)
+    assert MARK in hidden
+    assert not any(KEY[i:i + 6] in hidden for i in range(len(KEY) - 5))
+
+
+def test_a_piece_shorter_than_six_characters_is_left() -> None:
+    assert redact_text(f"ends in {KEY[-5:]}") == f"ends in {KEY[-5:]}"
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("key sk-proj-AbCdEf0123456789xyz rejected", "key [redacted] rejected"),
+    ("sk-ant-api03-abcdefghijklmnop", MARK),
+    ("ghp_abcdefghijklmnopqrstuvwxyz0123", MARK),
+    ("hf_abcdefghijklmnopqrstuv", MARK),
+    ("AKIAABCDEFGHIJKLMNOP", MARK),
+    ("xoxb-1234567890-abcdefghij", MARK),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc", f"jwt {MARK}"),
+    ("Authorization: Bearer whatever-long-credential", f"Authorization: Bearer {MARK}"),
+    ("x-api-key: zzzzzzzzzzzzzzzz", f"x-api-key: {MARK}"),
+    ("GET /v1?api_key=abcdef123456&x=1", f"GET /v1?api_key={MARK}&x=1"),
+    ("proxy http://bob:hunter2pass@127.0.0.1:3128 failed",
+     f"proxy http://bob:{MARK}@127.0.0.1:3128 failed"),
+    ("https://hooks.slack.com/services/T000/B000/XXXX", f"https://hooks.slack.com/services/{MARK}"),
+])
+def test_token_shapes_and_credentials_after_their_words_are_hidden(text: str, kept: str) -> None:
+    assert redact_text(text) == kept
+
+
+@pytest.mark.parametrize("text", [
+    "output token throughput per second",
+    "Token generation failed; Basic auth failed",
+    "max_tokens: 128, prompt_tokens: 12",
+    "model not found: meta-llama/Llama-3.1-8B-Instruct",
+    "[0.0123, 0.0125, 1.5e-05]",
+    "sha256 " + "ab12" * 16,
+    "http://127.0.0.1:8501/?run=3",
+])
+def test_the_trackers_own_words_and_numbers_are_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_a_variable_named_like_a_secret_is_hidden_without_registration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_GATEWAY_TOKEN", "Zx81Pq72Lm63Nb54")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock")  # a path, not a secret
+    refresh_environment()
+    assert redact_text("got Zx81Pq72Lm63Nb54 back") == f"got {MARK} back"
+    assert redact_text("socket /tmp/ssh-agent.sock") == "socket /tmp/ssh-agent.sock"
+
+
+def test_a_proxy_and_a_database_password_are_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://me:Pr0xyPassw0rd@10.0.0.1:3128")
+    refresh_environment()
+    register_url_credentials("postgresql+psycopg://app:Db5ecretW0rd@db/test")
+    said = redact_text("tunnel refused Pr0xyPassw0rd; auth failed for Db5ecretW0rd")
+    assert "Pr0xyPassw0rd" not in said and "Db5ecretW0rd" not in said
+
+
+def test_values_that_are_secret_but_not_random_are_hidden_only_whole() -> None:
+    register_secret("webhooks/nightly-alerts", pieces=False)
+    assert redact_text("POST /webhooks/nightly-alerts failed") == f"POST /{MARK} failed"
+    assert redact_text("the webhook failed") == "the webhook failed"
+
+
+def test_json_like_values_are_redacted_keys_and_all() -> None:
+    data = {"error": [f"bad {KEY}", 3, None], KEY: {"nested": (KEY,)}}
+    assert redact_data(data) == {"error": [f"bad {MARK}", 3, None], MARK: {"nested": [MARK]}}
+
+
+def test_markdown_escaping_shows_markup_as_text_and_hides_the_key() -> None:
+    shown = escape_markdown(f"![x](http://h/?k={KEY}) <img src=x> :red[hi] $x$ a|b\nnext")
+    assert shown.startswith(r"\!\[x\]\(http\:")
+    assert "&lt;img src=x&gt;" in shown and r"\:red\[hi\]" in shown and r"a\|b" in shown
+    assert "\n" not in shown and KEY[:6] not in shown
+
+
+def test_a_commands_output_and_log_records_pass_the_redaction(
+        capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING), redacted_output():
+        print(f"printed {KEY}")
+        print(f"warned {KEY}", file=sys.stderr)
+        logging.getLogger("tracker.test").warning("logged %s", KEY)
+    out, err = capsys.readouterr()
+    assert out == f"printed {MARK}\n" and err == f"warned {MARK}\n"
+    assert caplog.records[-1].getMessage() == f"logged {MARK}"
+    print(f"after {KEY}")  # the command is over: the streams are the originals again
+    assert capsys.readouterr().out == f"after {KEY}\n"
