@@ -1,0 +1,287 @@
+"""No secret leaves the process: a sentinel key, echoed back by a real local gateway, is grepped
+for in every exit of the tracker.
+
+The gateway is a raw HTTP/1.1 server on 127.0.0.1 that answers in turn: a 401 whose body repeats
+the Authorization header and a masked form of the key (as OpenAI's API and careless proxies do),
+a stream whose ``error`` event names the key, a response whose broken header makes the client
+raise an exception quoting the key, and a good stream (so there is something to measure). The key
+lives in a variable whose name says nothing about secrets: only its use by the run makes it one.
+The exits: the SQLite file (with its WAL), the run and gate JSON, stdout and stderr of every
+command, the gate's Markdown and JUnit, a worker's log file, every dashboard page under AppTest,
+and a webhook payload caught by a real receiver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.test_pages import open_page, texts
+from tracker.aio import run_async
+from tracker.dashboard.pages import PAGES, page
+from tracker.scheduling.alerts import RegressionAlert, WebhookSettings, deliver_alerts
+from tracker.store.db import open_store
+
+KEY = "ttk9F3c2A7b41D0e8F6zQxW5"  # no known token shape: hidden because the run uses it
+KEY_ENV = "TT_GATEWAY"
+PIECES = (KEY, KEY[-6:], KEY[5:13], KEY[:8])  # whole, its tail, a middle, its head
+
+
+def echo(auth: str) -> str:
+    return f"Incorrect API key provided: {KEY[:6]}****{KEY[-6:]}; you sent '{auth}'"
+
+
+def _sse(*events: dict[str, object]) -> bytes:
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    return body + b"data: [DONE]\n\n"
+
+
+def _chunk(text: str) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+@dataclass
+class EchoGateway:
+    """Answers request N with mode N % 4: 401 echo, stream error event, broken header, success;
+    or, ``rejecting``, every request with the 401 echo."""
+
+    rejecting: bool = False
+    port: int = 0
+    count: int = 0
+    seen_keys: set[str] = field(default_factory=set)
+
+    def answer(self, auth: str, body: dict[str, object]) -> bytes:
+        mode, self.count = 0 if self.rejecting else self.count % 4, self.count + 1
+        if mode == 0:
+            payload = json.dumps({"error": {"message": echo(auth), "type": "invalid_api_key"}})
+            return _response("401 Unauthorized", "application/json", payload.encode())
+        if mode == 2:  # the client's parser raises: "Content-Length is not a number: '<key>'"
+            return f"HTTP/1.1 200 OK\r\nContent-Length: {KEY}\r\n\r\n".encode()
+        if not body.get("stream"):
+            answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "42"}}]}
+            return _response("200 OK", "application/json", json.dumps(answer).encode())
+        if mode == 1:
+            error = {"error": {"message": f"quota exceeded for key {KEY}", "code": 429}}
+            return _response("200 OK", "text/event-stream", _sse(_chunk("Hi"), error))
+        usage = {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+        return _response("200 OK", "text/event-stream",
+                         _sse(_chunk("one "), _chunk("two "), _chunk("three"), usage))
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {k.strip().lower(): v.strip() for k, _, v in
+                           (line.partition(":") for line in lines[1:] if line)}
+                raw = await reader.readexactly(int(headers.get("content-length", "0")))
+                auth = headers.get("authorization", "")
+                self.seen_keys.add(auth.removeprefix("Bearer "))
+                reply = self.answer(auth, json.loads(raw) if raw else {})
+                writer.write(reply)
+                await writer.drain()
+                if b"Content-Length: " + KEY.encode() in reply:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def _response(status: str, content_type: str, body: bytes) -> bytes:
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    return head.encode() + body
+
+
+def _serve(state: EchoGateway) -> Iterator[EchoGateway]:
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    async def start() -> asyncio.Server:
+        server = await asyncio.start_server(state.serve, "127.0.0.1", 0)
+        state.port = server.sockets[0].getsockname()[1]
+        ready.set()
+        return server
+
+    server = loop.run_until_complete(start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    ready.wait(5)
+    yield state
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    server.close()
+    loop.close()
+
+
+@pytest.fixture
+def gateway() -> Iterator[EchoGateway]:
+    yield from _serve(EchoGateway())
+
+
+@pytest.fixture
+def rejecting_gateway() -> Iterator[EchoGateway]:
+    yield from _serve(EchoGateway(rejecting=True))
+
+
+CONFIG = """\
+name: {name}
+target:
+  kind: openai
+  model: {model}
+  base_url: http://127.0.0.1:{port}
+  api_key_env: TT_GATEWAY
+"""
+
+SUITE = """\
+name: echoed
+seed: 3
+workloads:
+  - name: chat
+    prompts: {source: fixed, text: "hello there"}
+    max_tokens: 4
+    concurrency: 2
+    num_requests: 8
+quality:
+  path: items.jsonl
+  max_tokens: 8
+"""
+
+ITEMS = "\n".join(json.dumps({"id": f"q{i}", "prompt": f"What is {i} + 40?", "expected": i + 40,
+                              "scorer": "numeric"}) for i in range(6)) + "\n"
+
+
+@dataclass
+class Exits:
+    folder: Path
+    url: str
+    outputs: list[str] = field(default_factory=list)
+
+    def tracker(self, *args: str, log: Path | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, KEY_ENV: KEY, "TRACKER_LOG_DIR": str(self.folder / "logs")}
+        done = subprocess.run([sys.executable, "-m", "tracker", *args, "--db", self.url],
+                              cwd=self.folder, env=env, capture_output=True, text=True,
+                              timeout=300, check=False)
+        self.outputs += [done.stdout, done.stderr]
+        if log is not None:
+            log.write_text(done.stderr, encoding="utf-8")
+        return done
+
+
+def leaks(text: str) -> list[str]:
+    return [piece for piece in PIECES if piece in text]
+
+
+def test_a_key_echoed_by_the_gateway_reaches_no_exit(
+        gateway: EchoGateway, rejecting_gateway: EchoGateway, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, model, port in (("base", "gw-model", gateway.port),
+                              ("head", "gw-model-2", rejecting_gateway.port)):
+        (tmp_path / f"{name}.yaml").write_text(CONFIG.format(name=name, model=model, port=port))
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    (tmp_path / "items.jsonl").write_text(ITEMS)
+    exits = Exits(tmp_path, f"sqlite:///{tmp_path / 'tracker.db'}")
+
+    run = exits.tracker("run", "--config", "base.yaml", "--suite", "suite.yaml", "--json",
+                        "run.json", "--quiet")
+    assert run.returncode in (0, 3), run.stderr
+    gate = exits.tracker("gate", "--base", "base.yaml", "--head", "head.yaml", "--suite",
+                         "suite.yaml", "--repeats", "1", "--markdown", "gate.md", "--junit",
+                         "gate.xml", "--json", "gate.json", "--quiet")
+    assert gate.returncode in (0, 1, 3), gate.stderr
+    exits.tracker("schedule", "add", "nightly", "--cron", "0 3 * * *", "--config", "base.yaml",
+                  "--config", "head.yaml", "--suite", "suite.yaml")
+    exits.tracker("schedule", "run-now", "nightly")
+    exits.tracker("worker", "--exit-when-empty", log=tmp_path / "worker.log")
+    run_ids = [str(i) for i in range(1, 6)]
+    for listing in (("runs",), *(("show", i) for i in run_ids), ("show", "1", "--json", "-")):
+        exits.tracker(*listing)
+
+    # the gateway did get the key, and echoed it in all three ways
+    assert gateway.seen_keys == {KEY} and gateway.count >= 12
+    failures = _stored_errors(exits.url)
+    assert {"http_401", "stream_error", "bad_response"} <= failures
+
+    pages = {spec.key: page_text(open_page(monkeypatch, exits.url, spec)) for spec in PAGES}
+    pages |= {f"run {i}": page_text(open_page(monkeypatch, exits.url, page("run"), {"run": i}))
+              for i in run_ids}
+    bodies = _webhook_bodies(exits.url)
+
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix not in (".yaml", ".jsonl")]
+    assert {"tracker.db", "run.json", "gate.md", "gate.xml", "gate.json", "worker.log"} <= \
+        {p.name for p in files}
+    found = {str(p.relative_to(tmp_path)): leaks(p.read_bytes().decode("utf-8", "replace"))
+             for p in files}
+    found |= {f"output {i}": leaks(text) for i, text in enumerate(exits.outputs)}
+    found |= {f"page {key}": leaks(text) for key, text in pages.items()}
+    found |= {f"webhook {i}": leaks(body) for i, body in enumerate(bodies)}
+    leaky = sorted(where for where, pieces in found.items() if pieces)
+    assert not leaky, f"the key (or a piece of it) reached: {', '.join(leaky)}"
+    assert "[redacted]" in (tmp_path / "run.json").read_text()  # the echo is there, hidden
+
+
+def page_text(app: AppTest) -> str:
+    """What a page shows: its text elements and every table's cells."""
+    tables = [frame.value.to_csv() for frame in app.dataframe]
+    return "\n".join([texts(app), *tables])
+
+
+def _stored_errors(url: str) -> set[str]:
+    from sqlalchemy import text
+    engine = open_store(url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT DISTINCT error_class FROM request_records "
+                                           "WHERE error_class IS NOT NULL")).all()
+    finally:
+        engine.dispose()
+    return {row[0] for row in rows}
+
+
+def _webhook_bodies(url: str) -> list[str]:
+    """An alert whose text holds what the gateway said goes to a real local receiver."""
+    bodies: list[str] = []
+
+    async def receive(request: web.Request) -> web.Response:
+        bodies.append(await request.text())
+        return web.Response(text="ok")
+
+    async def deliver() -> None:
+        app = web.Application()
+        app.router.add_post("/hooks/T0/B0/secretpath", receive)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        alert = RegressionAlert(run_id=1, config="base@1", suite="echoed", metric="ttft_p99_s",
+                                rel_change=0.2, config_diff=(f"said: {echo('Bearer ' + KEY)}",))
+        settings = WebhookSettings(f"http://127.0.0.1:{port}/hooks/T0/B0/secretpath", attempts=1)
+        engine = open_store(url)
+        try:
+            await asyncio.to_thread(deliver_alerts, engine, [alert], settings)
+        finally:
+            engine.dispose()
+            await runner.cleanup()
+
+    os.environ[KEY_ENV] = KEY  # this process knows the key as the tracker's own processes do
+    try:
+        from tracker.redaction import register_secret
+        register_secret(KEY)
+        run_async(deliver())
+    finally:
+        del os.environ[KEY_ENV]
+    assert len(bodies) == 1
+    return bodies
