@@ -38,7 +38,7 @@ from tracker.store.repository import (
 )
 from tracker.store.telemetry import save_quality
 from tracker.suites import LoadedSuite, load_suite
-from tracker.targets import resolve_headers
+from tracker.targets import check_target_inputs
 from tracker.telemetry import TelemetrySettings
 
 
@@ -201,7 +201,7 @@ def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
                   progress: Progress | None = None,
                   telemetry: TelemetrySettings | None = None) -> RunResult:
     """Run one suite against one config and return the run as stored."""
-    resolve_headers(config)  # a missing key fails here, before a run is recorded
+    check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
     config_version_id, suite_id = register_inputs(engine, config, suite)
     sink = StoreSink(engine, config_version_id, suite_id)
     runner = SuiteRunner(config, suite, sink, progress, telemetry)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import tracker
 from tracker.config import LoadedConfig
 from tracker.errors import ConfigError
-from tracker.launcher import LaunchRecord, fetch_version, launch_server
+from tracker.launcher import LaunchRecord, build_server_env, fetch_version, launch_server
 from tracker.loadgen import Endpoint
 from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
 from tracker.wire import find_proxy, strip_credentials
@@ -71,6 +71,16 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
         raise ConfigError(f"{where} contains spaces or line breaks inside the key (value hidden); "
                           "it was probably pasted with extra text: export the key alone")
     return {"Authorization": f"Bearer {key}"}
+
+
+def check_target_inputs(loaded: LoadedConfig) -> dict[str, str]:
+    """Everything the target needs from the environment, checked before a run is recorded: the
+    key (returns the headers) and, for a server the tracker launches, the ``env_from`` variables."""
+    headers = resolve_headers(loaded)
+    target = loaded.config.target
+    if target.kind == "vllm" and target.base_url is None:
+        build_server_env(loaded)
+    return headers
 
 
 def describe_network(base_url: str) -> str:

@@ -54,7 +54,7 @@ from tracker.store.queue import (
     release_request,
 )
 from tracker.store.repository import fetch_run
-from tracker.targets import resolve_headers
+from tracker.targets import check_target_inputs
 
 log = logging.getLogger(__name__)
 
@@ -195,18 +195,22 @@ class Worker:
                              f"internal error: {type(exc).__name__}: {exc}")
                 return
         self._finish(request, RequestStatus.DONE, sinks, None)
-        self.emit(f"request {request.id}: run {run.run_id} {run.status.value}")
+        why = f" ({run.status_reason})" if run.status_reason else ""
+        self.emit(f"request {request.id}: run {run.run_id} {run.status.value}{why}")
         alert_after_run(self.engine, run, self.settings.webhook, self.regression_source,
                         self.settings.dashboard_url)
 
     def _execute(self, request: RunRequest, sinks: list[RequestSink]) -> RunResult:
         config, suite = load_request_inputs(request)
         config = with_gpus(config, self.settings.gpus)
-        resolve_headers(config)  # a missing key fails here, before a run is recorded
+        check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
         config_version_id, suite_id = register_inputs(self.engine, config, suite)
         sink = RequestSink(self.engine, config_version_id, suite_id, request.id, self.worker_id)
         sinks.append(sink)
-        outcome = self._run_cancellable(SuiteRunner(config, suite, sink))
+        try:
+            outcome = self._run_cancellable(SuiteRunner(config, suite, sink))
+        finally:
+            sink.stop_lease()  # however the run ended, this worker no longer vouches for it
         with Session(self.engine) as session:
             return fetch_run(session, outcome.run_id)
 

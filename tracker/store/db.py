@@ -30,7 +30,8 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from tracker.errors import StoreError, StoreLockedError
-from tracker.redaction import redact_text, register_url_credentials
+from tracker.redaction import MIN_SECRET_CHARS, redact_text, register_url_credentials
+from tracker.store.leases import reap_abandoned_runs_safely
 from tracker.store.models import Base
 
 DEFAULT_DB_URL = "sqlite:///tracker.db"
@@ -131,15 +132,19 @@ def _redact_parameters(_conn: Any, _cursor: Any, statement: str, parameters: Any
 
 
 def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_redacted(item) for item in value)
+    kind = type(value)
+    if kind is str:
+        return redact_text(value) if len(value) >= MIN_SECRET_CHARS else value
+    if kind is tuple or kind is list:  # one row's values, or the rows of an executemany
+        items = [v if type(v) not in _CONTAINERS else _redacted(v) for v in value]
+        return kind(items)
+    if kind is dict:
+        return {key: item if type(item) not in _CONTAINERS else _redacted(item)
+                for key, item in value.items()}
     return value
+
+
+_CONTAINERS = frozenset({str, tuple, list, dict})
 
 
 def _check_sqlite_directory(url: str, parsed: URL) -> None:
@@ -355,8 +360,6 @@ def open_store(url: str) -> Engine:
     database cannot be reached or its schema is at another revision. A run left ``running`` by
     a tracker that is gone (killed, its host lost) is marked partial (``tracker.store.leases``).
     """
-    from tracker.store.leases import reap_abandoned_runs_safely
-
     check_schema(url)
     engine = create_store_engine(url)
     reap_abandoned_runs_safely(engine)

@@ -33,6 +33,7 @@ from sqlalchemy import Engine, exists, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from tracker.errors import StoreLockedError
 from tracker.redaction import redact_one_line
 from tracker.results import RunStatus
 from tracker.store.models import RunModel, SuiteModel, WorkloadResultModel
@@ -122,7 +123,7 @@ class RunLease:
                 with Session(self.engine) as session, session.begin():
                     held = renew_run_lease(session, self.run_id, self.owner_pid, self.clock(),
                                            self.lease_s)
-            except SQLAlchemyError as exc:  # a missed renewal is not fatal; the next may pass
+            except (SQLAlchemyError, StoreLockedError) as exc:  # not fatal; the next may pass
                 log.warning("run %d: lease renewal failed: %s", self.run_id,
                             redact_one_line(str(exc), 200))
                 continue
