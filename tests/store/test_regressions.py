@@ -119,13 +119,16 @@ def test_status_and_note_are_updated_and_filtered_on(store: Engine) -> None:
     later = T0 + timedelta(days=1)
     with Session(store) as session, session.begin():
         record = update_regression_status(session, first, RegressionStatus.EXPECTED,
-                                          "fp8 KV cache trades latency for memory", now=later)
+                                          "fp8 KV cache trades latency for memory", now=later,
+                                          by="oncall@example.com")
     assert record.status is RegressionStatus.EXPECTED and record.updated_at == later
+    assert record.updated_by == "oncall@example.com"
     with Session(store) as session:
         expected = fetch_regressions(session, status=RegressionStatus.EXPECTED)
         still_open = fetch_regressions(session, status=RegressionStatus.OPEN, series=SERIES)
         other = fetch_regressions(session, series=replace(SERIES, metric="tpot_median_s"))
     assert [r.note for r in expected] == ["fp8 KV cache trades latency for memory"]
+    assert [(r.updated_by, r.id) for r in still_open] == [(None, second)]  # nobody triaged it
     assert [r.id for r in still_open] == [second]
     assert other == []
 

@@ -31,6 +31,7 @@ def regression_table(frame: pd.DataFrame) -> pd.DataFrame:
     table["run"] = frame["run_id"]
     table["detected (UTC)"] = frame["detected_at"]
     table["note"] = frame["note"]
+    table["triaged by"] = frame["updated_by"]
     return table
 
 

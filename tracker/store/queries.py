@@ -27,8 +27,8 @@ OVERVIEW_COLUMNS = ("config", "suite", "run_id", "status", "status_reason", "sim
 TREND_COLUMNS = ("run_id", "started_at", "status", "simulated", "config", "config_version",
                  "suite", "workload", "value")
 REGRESSION_COLUMNS = ("id", "status", "config", "suite", "workload", "metric", "before", "after",
-                      "rel_change", "regressed", "run_id", "detected_at", "updated_at", "note",
-                      "attribution")
+                      "rel_change", "regressed", "run_id", "detected_at", "updated_at", "updated_by",
+                      "note", "attribution")
 RUN_LIST_COLUMNS = ("run_id", "started_at", "status", "simulated", "config", "config_version",
                     "suite")
 
@@ -364,8 +364,8 @@ def fetch_regressions_frame(session: Session, statuses: Sequence[RegressionStatu
             rows.append((record.id, record.status.value, record.series.config_name,
                          record.series.suite_name, record.series.workload, record.series.metric,
                          record.before, record.after, record.rel_change, record.regressed,
-                         record.run_id, record.detected_at, record.updated_at, record.note,
-                         record.attribution))
+                         record.run_id, record.detected_at, record.updated_at,
+                         record.updated_by, record.note, record.attribution))
     frame = pd.DataFrame(rows, columns=list(REGRESSION_COLUMNS))
     for column in ("detected_at", "updated_at"):
         frame[column] = _utc(frame[column])
