@@ -19,7 +19,15 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from tests.scripted_server import ServerFactory, scripted_servers
+from tracker import redaction
 from tracker.store import open_store, redact_url, resolve_db_url
+
+
+@pytest.fixture(autouse=True)
+def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no known secrets: a process only ever adds to them, and one test's
+    word-like test key ("sk-should-never-be-stored-…") would hide words in the next one's output."""
+    monkeypatch.setattr(redaction, "_KNOWN", redaction._Known())
 
 # --- databases -----------------------------------------------------------------------------
 
