@@ -175,8 +175,8 @@ class Exits:
                               cwd=self.folder, env=env, capture_output=True, text=True,
                               timeout=300, check=False)
         self.outputs += [done.stdout, done.stderr]
-        if log is not None:
-            log.write_text(done.stderr, encoding="utf-8")
+        if log is not None:  # as an operator runs it: tracker worker >worker.log 2>&1
+            log.write_text(done.stdout + done.stderr, encoding="utf-8")
         return done
 
 
