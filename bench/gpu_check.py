@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tracker.report import render_table
+from tracker.reports.run_report import render_table
 from tracker.results import GpuTelemetry
 from tracker.telemetry.gpu import GpuSampler, collect_gpu_environment
 

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tracker.http1 import PollClock  # noqa: E402 (after the path above)
+from tracker.load.http1 import PollClock  # noqa: E402 (after the path above)
 
 TOKENS = 128
 _ID = re.compile(rb'"user":"bench-(\d+)"')
@@ -260,7 +260,7 @@ async def run_reference(url: str, concurrency: int, requests: int, lean: bool) -
 
 async def run_tracker(url: str, concurrency: int, requests: int,
                       stream_id: bool) -> dict[str, Any]:
-    from tracker.loadgen import Endpoint, LoadGenerator, LoadPlan, RequestSpec
+    from tracker.load.generator import Endpoint, LoadGenerator, LoadPlan, RequestSpec
 
     specs = [RequestSpec(_body(i, stream_id), 16) for i in range(requests)]
     plan = LoadPlan("/v1/chat/completions", warmup=(), measured=specs, concurrency=concurrency)

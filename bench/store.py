@@ -24,11 +24,13 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.orm import Session
 
-from tracker.config import ServingConfig, Target, build_loaded_config
+from tracker.inputs.configs import ServingConfig, Target, build_loaded_config
+from tracker.inputs.suites import FixedPrompt, Suite, Workload, build_loaded_suite
+from tracker.load.summary import compute_workload_summary
 from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
 from tracker.store import db
 from tracker.store.db import open_store, redact_url
-from tracker.store.repository import (
+from tracker.store.runs import (
     begin_run,
     fetch_run,
     finish_run,
@@ -36,8 +38,6 @@ from tracker.store.repository import (
     save_suite,
     save_workload,
 )
-from tracker.suites import FixedPrompt, Suite, Workload, build_loaded_suite
-from tracker.summary import compute_workload_summary
 
 REFERENCE_SQL = ("INSERT INTO ref (idx, start_s, ttft_s, e2el_s, itl_s, output_tokens, "
                  "input_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)")

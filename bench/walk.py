@@ -15,10 +15,10 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from tracker.config import load_config
+from tracker.inputs.configs import load_config
+from tracker.inputs.suites import load_suite
+from tracker.jobs.walk import compute_walk_steps, measure_walk, scale_timings, shipped_walk
 from tracker.store.db import open_store
-from tracker.suites import load_suite
-from tracker.walk import compute_walk_steps, measure_walk, scale_timings, shipped_walk
 
 GIB = 1024**3
 REFERENCE = "published 4xA100 LLaMA-2-70B walk: 422 -> 1282 -> 1352 -> 1687 -> 1727 tok/s; " \

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from tests.simconfigs import FAST_SIM
-from tracker.cli import main
-from tracker.config import ServingConfig
-from tracker.launcher import find_free_port
+from tracker.cli.main import main
+from tracker.inputs.configs import ServingConfig
 from tracker.sim.server import ThreadedSimServer
+from tracker.targets.launcher import find_free_port
 
 
 @pytest.fixture(scope="module")

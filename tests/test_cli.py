@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tests.simconfigs import FAST_SIM
-from tracker.cli import main
+from tracker.cli.main import main
 from tracker.store.db import open_store
-from tracker.store.repository import fetch_config_versions, fetch_run, fetch_runs
+from tracker.store.runs import fetch_config_versions, fetch_run, fetch_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 

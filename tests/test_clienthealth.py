@@ -8,8 +8,8 @@ import weakref
 
 import pytest
 
-from tracker import clienthealth
-from tracker.clienthealth import GcPause, compute_client_health
+from tracker.load import client_health as clienthealth
+from tracker.load.client_health import GcPause, compute_client_health
 
 
 def test_a_healthy_client_is_not_client_bound() -> None:

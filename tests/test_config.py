@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tracker.config import load_config
 from tracker.errors import ConfigError, SecretInConfigError
+from tracker.inputs.configs import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

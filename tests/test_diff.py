@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from tracker.cli import main
-from tracker.config import load_config
-from tracker.diff import compute_config_diff
+from tracker.cli.main import main
+from tracker.gate.config_refs import compute_config_diff
+from tracker.inputs.configs import load_config
 from tracker.store.db import open_store
-from tracker.store.repository import save_config_version
+from tracker.store.runs import save_config_version
 
 BASE = """\
 name: prod

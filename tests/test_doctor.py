@@ -14,12 +14,12 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from tracker.cli import main
-from tracker.config import ServingConfig
-from tracker.doctor import Diagnosis, DoctorTarget, Status, render_diagnosis, run_doctor
-from tracker.launcher import find_free_port
+from tracker.cli.main import main
+from tracker.inputs.configs import ServingConfig
 from tracker.redaction import MARK
 from tracker.sim import ThreadedSimServer
+from tracker.targets.doctor import Diagnosis, DoctorTarget, Status, render_diagnosis, run_doctor
+from tracker.targets.launcher import find_free_port
 
 GOOD_KEY = "sk-tt-0123456789abcdefGOOD"
 WRONG_KEY = "sk-tt-0123456789abcdefWRONG"

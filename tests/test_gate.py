@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tracker.cli import main
-from tracker.launcher import find_free_port
+from tracker.cli.main import main
+from tracker.targets.launcher import find_free_port
 
 # run_noise 0: the simulator draws a whole run's speed from a process-wide engine counter, so
 # with it on, a test's outcome would depend on which tests ran before it.
@@ -73,7 +73,7 @@ def test_gate_fails_when_max_num_seqs_is_cut_at_high_concurrency(
     assert "❌ regression" in ttft_row
     assert (out_dir / "gate.md").read_text(encoding="utf-8") == markdown
     verdict = json.loads((out_dir / "gate.json").read_text(encoding="utf-8"))
-    assert verdict["schema"] == "tracker.gate/1"
+    assert verdict["schema"] == "tracker.gate.gating/1"
     assert (verdict["outcome"], verdict["exit_code"]) == ("regression", 1)
     assert verdict["config_diff"] == [{"path": "engine.max_num_seqs", "old": 16, "new": 4}]
     ttft = next(r for r in verdict["rows"] if r["metric"] == "ttft_median_s")["verdict"]

@@ -7,7 +7,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from tracker.dashboard.verdicts import compute_verdicts
-from tracker.gate import GateOptions, build_gate_result, compute_gate_rows
+from tracker.gate.gating import GateOptions, build_gate_result, compute_gate_rows
+from tracker.load.summary import compute_workload_summary
 from tracker.results import (
     ClientHealth,
     RequestRecord,
@@ -17,7 +18,6 @@ from tracker.results import (
     VersionRef,
     WorkloadResult,
 )
-from tracker.summary import compute_workload_summary
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 

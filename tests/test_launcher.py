@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.errors import ConfigError, MeasurementError
-from tracker.launcher import build_command, is_group_alive, launch_server, parse_startup_log
-from tracker.pipeline import execute_run
-from tracker.supervisor import PidRecord, process_start_ticks, write_pid_file
-from tracker.targets import open_target
+from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.jobs.execute import execute_run
+from tracker.targets.launcher import build_command, is_group_alive, launch_server, parse_startup_log
+from tracker.targets.resolve import open_target
+from tracker.targets.supervisor import PidRecord, process_start_ticks, write_pid_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SIM_COMMAND = [sys.executable, "-m", "tracker.sim"]

@@ -17,8 +17,7 @@ from tests.scripted_server import (
     token_stream,
     usage_chunk,
 )
-from tracker.launcher import find_free_port
-from tracker.loadgen import (
+from tracker.load.generator import (
     Endpoint,
     LoadGenerator,
     LoadPlan,
@@ -27,6 +26,7 @@ from tracker.loadgen import (
     run_request,
 )
 from tracker.results import TokenSource
+from tracker.targets.launcher import find_free_port
 
 
 def spec(estimate: int = 7) -> RequestSpec:

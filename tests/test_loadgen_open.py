@@ -8,11 +8,11 @@ import pytest
 
 from tests.scripted_server import ServerFactory, scripted_servers, token_stream
 from tests.test_loadgen import spec
-from tracker import loadgen
-from tracker.aio import event_loop_name, run_async
-from tracker.loadgen import Endpoint, LoadGenerator, LoadPlan
-from tracker.loadshapes import compute_arrivals
-from tracker.summary import compute_workload_summary
+from tracker.eventloop import event_loop_name, run_async
+from tracker.load import generator as loadgen
+from tracker.load.generator import Endpoint, LoadGenerator, LoadPlan
+from tracker.load.shapes import compute_arrivals
+from tracker.load.summary import compute_workload_summary
 
 PATH = "/v1/chat/completions"
 

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from tracker.loadshapes import (
+from tracker.load.shapes import (
     Probe,
     SweepSettings,
     compute_arrivals,

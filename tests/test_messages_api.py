@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from tests.scripted_server import Reply, ScriptedServer, ServerFactory
-from tracker.config import load_config
-from tracker.loadgen import Endpoint, RequestSpec, open_client, run_request
-from tracker.payloads import ENDPOINT_PATHS, build_request_specs
-from tracker.pipeline import execute_suite
+from tracker.inputs.configs import load_config
+from tracker.inputs.suites import load_suite
+from tracker.jobs.execute import execute_suite
+from tracker.load.bodies import ENDPOINT_PATHS, build_request_specs
+from tracker.load.generator import Endpoint, RequestSpec, open_client, run_request
 from tracker.results import TokenSource
 from tracker.store.db import open_store
-from tracker.suites import load_suite
 
 
 def event(kind: str, **fields: Any) -> bytes:

@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from tracker.errors import ConfigError
-from tracker.loadgen import LoadOutcome, RequestSpec
+from tracker.inputs.suites import Workload, load_suite
+from tracker.load.generator import LoadOutcome, RequestSpec
+from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.summary import compute_workload_summary
 from tracker.metrics import REGISTRY, Direction, compute_summary_metrics
-from tracker.phases import WorkloadPhases, build_plan, compute_phase_result
 from tracker.results import ClientHealth, RequestRecord, TokenSource, WorkloadResult
-from tracker.suites import Workload, load_suite
-from tracker.summary import compute_workload_summary
 
 BASE: dict[str, Any] = {"name": "w", "prompts": {"source": "fixed", "text": "hi"},
                         "max_tokens": 4, "num_requests": 5}

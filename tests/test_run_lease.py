@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from tests.test_launcher import make_loaded
-from tracker.launcher import is_group_alive
+from tracker.targets.launcher import is_group_alive
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = """\

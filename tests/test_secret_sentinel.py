@@ -28,8 +28,8 @@ from aiohttp import web
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.test_pages import open_page, texts
-from tracker.aio import run_async
 from tracker.dashboard.pages import PAGES, page
+from tracker.eventloop import run_async
 from tracker.scheduling.alerts import RegressionAlert, WebhookSettings, deliver_alerts
 from tracker.store.db import open_store
 

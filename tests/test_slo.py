@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tracker.errors import UsageError
+from tracker.load.slo import Slo, compute_goodput, meets_slo, parse_goodput
 from tracker.results import RequestRecord, TokenSource
-from tracker.slo import Slo, compute_goodput, meets_slo, parse_goodput
 
 
 def record(ttft: float, e2el: float, out: int, *, start: float = 1.0,

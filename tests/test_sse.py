@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tracker.sse import StreamError, StreamScanner
+from tracker.load.sse import StreamError, StreamScanner
 
 
 def event(obj: Any, *, compact: bool = True, crlf: bool = False) -> bytes:

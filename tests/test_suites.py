@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tracker.errors import ConfigError
-from tracker.payloads import build_request_specs
-from tracker.suites import load_suite
-from tracker.tokenizer import count_tokens
+from tracker.inputs.suites import load_suite
+from tracker.inputs.tokenizer import count_tokens
+from tracker.load.bodies import build_request_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = {"chat-short", "batch-throughput", "long-context", "classic-load"}
@@ -60,7 +60,7 @@ def test_synthetic_prompts_have_the_asked_length_and_share_the_system_prompt(
 
 
 def _digest_in_subprocess(path: Path, hash_seed: str) -> str:
-    code = "import sys; from tracker.suites import load_suite; " \
+    code = "import sys; from tracker.inputs.suites import load_suite; " \
            "print(load_suite(sys.argv[1]).prompts_digest)"
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, check=True,

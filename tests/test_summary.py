@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from tracker.load.summary import compute_latency_stats, compute_percentile, compute_workload_summary
 from tracker.metrics import REGISTRY, Direction, compute_summary_metrics
 from tracker.results import RequestRecord, TokenSource
-from tracker.summary import compute_latency_stats, compute_percentile, compute_workload_summary
 
 
 def ok(index: int, ttft: float, e2el: float, out: int, itl: tuple[float, ...] = (),

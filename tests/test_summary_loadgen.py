@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tracker.load.slo import Slo
+from tracker.load.summary import compute_workload_summary
 from tracker.metrics import REGISTRY, compute_summary_metrics
 from tracker.results import RequestRecord, TokenSource
-from tracker.slo import Slo
-from tracker.summary import compute_workload_summary
 
 
 def rec(i: int, *, scheduled: float | None = None, chunks: int = 10, out: int = 10,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tracker.supervisor import (
+from tracker.targets.supervisor import (
     PidRecord,
     is_group_alive,
     process_is_alive,
@@ -42,7 +42,7 @@ def _dead_pid() -> int:
 
 
 def _supervise(owner_pid: int, pid_file: Path, *command: str) -> list[str]:
-    return [sys.executable, "-m", "tracker.supervisor", "--owner-pid", str(owner_pid),
+    return [sys.executable, "-m", "tracker.targets.supervisor", "--owner-pid", str(owner_pid),
             "--pid-file", str(pid_file), "--grace-s", "2", "--", *command]
 
 
@@ -51,7 +51,7 @@ def test_the_server_group_is_stopped_when_the_tracker_is_killed(tmp_path: Path) 
     # the "tracker": starts the supervisor, says the server's pid, then waits to be killed
     owner_script = (
         "import os, subprocess, sys, time; "
-        "command = [sys.executable, '-m', 'tracker.supervisor', '--owner-pid', str(os.getpid()), "
+        "command = [sys.executable, '-m', 'tracker.targets.supervisor', '--owner-pid', str(os.getpid()), "
         "'--pid-file', sys.argv[1], '--grace-s', '2', '--', sys.executable, '-c', sys.argv[2]]; "
         "supervisor = subprocess.Popen(command, stdout=subprocess.PIPE, start_new_session=True); "
         "print(supervisor.stdout.readline().decode(), end='', flush=True); time.sleep(60)")

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.config import ServingConfig, build_loaded_config
+from tracker.inputs.configs import ServingConfig, build_loaded_config
+from tracker.inputs.suites import Suite, build_loaded_suite
 from tracker.results import (
     LatencyStats,
     RequestRecord,
@@ -17,16 +18,15 @@ from tracker.results import (
     WorkloadResult,
     WorkloadSummary,
 )
+from tracker.scheduling.watch import WATCHED_METRICS, compute_alerts, record_regressions, watch_run
 from tracker.store.regressions import RegressionStatus, SeriesKey, fetch_regressions
-from tracker.store.repository import (
+from tracker.store.runs import (
     begin_run,
     finish_run,
     save_config_version,
     save_suite,
     save_workload,
 )
-from tracker.suites import Suite, build_loaded_suite
-from tracker.watch import WATCHED_METRICS, compute_alerts, record_regressions, watch_run
 
 T0 = datetime(2026, 9, 1, 2, 0, tzinfo=UTC)
 SERIES = SeriesKey("nightly", "smoke", "short", "ttft_median_s")

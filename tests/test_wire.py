@@ -1,4 +1,4 @@
-"""tracker.wire against real servers on 127.0.0.1: keep-alive, failures, proxies and TLS.
+"""tracker.load.client against real servers on 127.0.0.1: keep-alive, failures, proxies and TLS.
 
 The servers here are asyncio servers written for the test, so each can misbehave exactly as a case
 needs (close an idle connection, never answer, refuse a tunnel); the forward proxy is a real one
@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 from tests.scripted_server import DONE, ServerFactory, chat_chunk, token_stream, usage_chunk
-from tracker.aio import run_async
 from tracker.errors import ConfigError
-from tracker.launcher import find_free_port
-from tracker.loadgen import Endpoint, RequestSpec, open_client, run_request
+from tracker.eventloop import run_async
+from tracker.load.client import Route, WireClient, parse_route
+from tracker.load.generator import Endpoint, RequestSpec, open_client, run_request
+from tracker.load.sse import StreamError
 from tracker.results import RequestRecord, TokenSource
-from tracker.sse import StreamError
-from tracker.wire import Route, WireClient, parse_route
+from tracker.targets.launcher import find_free_port
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
               "http_proxy", "https_proxy", "all_proxy", "no_proxy")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tracker.cli import main
-from tracker.config import load_config
+from tracker.cli.main import main
 from tracker.errors import ConfigError
-from tracker.yamlfile import (
+from tracker.inputs.configs import load_config
+from tracker.inputs.yamlfile import (
     LOADERS,
     MAX_YAML_BYTES,
     MAX_YAML_DEPTH,

@@ -1,5 +1,5 @@
 import sys
 
-from tracker.cli import main
+from tracker.cli.main import main
 
 sys.exit(main())

@@ -259,7 +259,7 @@ class ServerTelemetry:
     """The target's Prometheus metrics over a workload, or why they were not measured.
 
     ``values`` holds gauges' ``*_peak``/``*_mean``, counters' deltas and derived rates under the
-    names in ``tracker.telemetry.server.SERVER_METRICS`` (e.g. ``kv_cache_usage_peak``,
+    names in ``tracker.telemetry.server_metrics.SERVER_METRICS`` (e.g. ``kv_cache_usage_peak``,
     ``num_preemptions``, ``prefix_cache_hit_rate``); a metric the server does not expose is absent.
     """
 

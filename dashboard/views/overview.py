@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from tracker.dashboard import charts, data, triage, ui
-from tracker.dashboard.overview import STALE_AFTER, STATE_ORDER, shape_overview
+from tracker.dashboard.overview_state import STALE_AFTER, STATE_ORDER, shape_overview
 from tracker.dashboard.pages import page
 
 url = ui.page_start("Overview", "The latest run of every config on every suite.")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from tracker.dashboard import charts, data, ui
-from tracker.dashboard.trends import metric_label, shape_trend
+from tracker.dashboard.trend_series import metric_label, shape_trend
 from tracker.dashboard.trendview import choose_selection, detect_changes, version_changes
 
 url = ui.page_start("Trends", "Any metric over time; hover a diamond for the config diff.")

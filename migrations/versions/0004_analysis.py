@@ -4,7 +4,7 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-29
 
-Written by hand from the models in tracker/store/models_analysis.py (checked with ``alembic
+Written by hand from the models in tracker/store/models_regressions.py (checked with ``alembic
 check`` on SQLite and PostgreSQL). Revisions never import the tracker. A regression record is one
 change point in one metric's series (config name, suite name, workload, metric); its run is the
 first run of the new level (kept NULL if that run is deleted).

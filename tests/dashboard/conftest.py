@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from tracker.cli import main
+from tracker.cli.main import main
 from tracker.store.db import open_store
 from tracker.store.regressions import SeriesKey, save_regression
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tests.dashboard.apptest import open_page, shown, start_app, texts
 from tests.dashboard.conftest import Populated
-from tracker.cli import main
+from tracker.cli.main import main
 from tracker.dashboard.access import (
     AUTH_ENV,
     USER_HEADER_ENV,

@@ -29,9 +29,9 @@ from sqlalchemy.orm import Session
 
 from tests.dashboard.conftest import Populated, inject_outside_text, named_markup
 from tracker.dashboard.ui import WORD_JOINER
-from tracker.launcher import find_free_port
 from tracker.store.db import open_store
 from tracker.store.regressions import fetch_regression
+from tracker.targets.launcher import find_free_port
 
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="the playwright package is not installed (the test extra)")

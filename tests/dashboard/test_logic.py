@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tracker.cli import main
+from tracker.cli.main import main
 from tracker.dashboard.diffs import compute_diff, render_diff_lines
 from tracker.dashboard.launch import APP_PATH, build_command
-from tracker.dashboard.overview import compute_state, shape_overview
-from tracker.dashboard.trends import find_version_changes, shape_trend
+from tracker.dashboard.overview_state import compute_state, shape_overview
+from tracker.dashboard.trend_series import find_version_changes, shape_trend
 from tracker.dashboard.verdicts import compute_change_points
 from tracker.errors import ConfigError, UsageError
 from tracker.store.db import DB_URL_ENV

@@ -12,14 +12,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.telemetry.fake_nvml import FakeNvml
-from tracker.cli import main
-from tracker.config import load_config
-from tracker.pipeline import execute_suite
-from tracker.report import render_run_json, render_run_text
+from tracker.cli.main import main
+from tracker.inputs.configs import load_config
+from tracker.inputs.suites import load_suite
+from tracker.jobs.execute import execute_suite
+from tracker.reports.run_report import render_run_json, render_run_text
 from tracker.results import RunResult
-from tracker.store.repository import fetch_run
-from tracker.store.telemetry import save_quality
-from tracker.suites import load_suite
+from tracker.store.measurements import save_quality
+from tracker.store.runs import fetch_run
 from tracker.telemetry import TelemetrySettings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tracker.inputs.suites import load_suite
 from tracker.quality import QualitySetError, load_quality_set, score_output
-from tracker.quality.loading import MAX_SET_BYTES
-from tracker.suites import load_suite
+from tracker.quality.set_files import MAX_SET_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "baselines" / "quality" / "basic.jsonl"

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tracker.config import EngineArgs, ServingConfig
+from tracker.inputs.configs import EngineArgs, ServingConfig
 from tracker.quality import load_quality_set, score_output
 from tracker.sim import SimServer
 from tracker.sim.answers import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tracker.quality.accuracy import compute_drift, compute_quality_result, compute_wilson_interval
 from tracker.quality.sets import QualitySet
-from tracker.quality.stats import compute_drift, compute_quality_result, compute_wilson_interval
 from tracker.results import QualityItemResult
 
 SET = QualitySet("s", "v" * 64, "s.jsonl", ())

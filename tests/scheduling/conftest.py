@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.simconfigs import FAST_SIM
-from tracker.scheduling.queue import utc_now
+from tracker.scheduling.queueing import utc_now
 from tracker.scheduling.schedules import CLI_SOURCE, ScheduleSpec, build_schedule_row
 from tracker.store.db import open_store
 from tracker.store.queue import RunRequest, fetch_requests, save_schedule

@@ -14,9 +14,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.scheduling.conftest import add_schedule, requests_of
-from tracker.aio import run_async
 from tracker.errors import ConfigError
-from tracker.launcher import find_free_port
+from tracker.eventloop import run_async
 from tracker.results import RunResult, RunStatus
 from tracker.scheduling.alerts import (
     RegressionAlert,
@@ -27,10 +26,11 @@ from tracker.scheduling.alerts import (
     post_webhook,
     render_slack_payload,
 )
-from tracker.scheduling.queue import enqueue_schedule
+from tracker.scheduling.queueing import enqueue_schedule
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.queue import RequestStatus, fetch_alert_deliveries
-from tracker.store.repository import fetch_run
+from tracker.store.runs import fetch_run
+from tracker.targets.launcher import find_free_port
 
 
 class Receiver:

@@ -1,4 +1,4 @@
-"""The scheduling commands through tracker.cli.main: what an operator types and reads."""
+"""The scheduling commands through tracker.cli.main.main: what an operator types and reads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.cli import main
+from tracker.cli.main import main
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:

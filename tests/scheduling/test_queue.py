@@ -9,9 +9,10 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.scheduling.conftest import add_schedule, requests_of
-from tracker.config import load_config
+from tracker.inputs.configs import load_config
+from tracker.inputs.suites import load_suite
 from tracker.results import RunStatus
-from tracker.scheduling.queue import enqueue_schedule, load_request_inputs, reap_stale
+from tracker.scheduling.queueing import enqueue_schedule, load_request_inputs, reap_stale
 from tracker.store.queue import (
     RequestStatus,
     RunRequest,
@@ -21,8 +22,7 @@ from tracker.store.queue import (
     link_run,
     release_request,
 )
-from tracker.store.repository import begin_run, fetch_run, save_config_version, save_suite
-from tracker.suites import load_suite
+from tracker.store.runs import begin_run, fetch_run, save_config_version, save_suite
 
 T0 = datetime(2026, 1, 1, 2, 0, 0, 400_000, tzinfo=UTC)
 

@@ -12,16 +12,16 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from tests.scheduling.conftest import ROOT, add_schedule, requests_of
-from tracker.cli import main
+from tracker.cli.main import main
 from tracker.errors import ConfigError
-from tracker.scheduling.queue import QUALITY_SET_KEY, enqueue_schedule, load_request_inputs
+from tracker.inputs.suites import load_suite
+from tracker.scheduling.queueing import QUALITY_SET_KEY, enqueue_schedule, load_request_inputs
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.db import open_store
+from tracker.store.measurements import fetch_quality
 from tracker.store.models import RunModel, SuiteModel
 from tracker.store.models_scheduling import RunRequestModel
 from tracker.store.queue import RequestStatus, RunRequest
-from tracker.store.telemetry import fetch_quality
-from tracker.suites import load_suite
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 SHIPPED_SUITE = ROOT / "baselines" / "chat-short.yaml"  # asks baselines/quality/basic.jsonl

@@ -13,14 +13,14 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker, wait_for
-from tracker.config import build_loaded_config, load_config
+from tracker.inputs.configs import build_loaded_config, load_config
 from tracker.results import RunStatus
-from tracker.scheduling.queue import enqueue_schedule
+from tracker.scheduling.queueing import enqueue_schedule
 from tracker.scheduling.worker import with_gpus
 from tracker.store.db import open_store
 from tracker.store.models import RunModel, WorkloadResultModel
 from tracker.store.queue import RequestStatus
-from tracker.store.repository import fetch_run
+from tracker.store.runs import fetch_run
 
 FAST_WORKER = ("--heartbeat-s", "0.2", "--stale-after-s", "1.5", "--poll-s", "0.1")
 

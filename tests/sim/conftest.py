@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 import pytest_asyncio
 
-from tracker.config import ServingConfig
+from tracker.inputs.configs import ServingConfig
 from tracker.sim import SimServer
 
 ServerFactory = Callable[[ServingConfig], Awaitable[SimServer]]

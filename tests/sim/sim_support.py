@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from tracker.config import ServingConfig
+from tracker.inputs.configs import ServingConfig
 
 MODEL = "sim-model"
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.config import EngineArgs, SimulatorSettings
 from tracker.errors import MeasurementError
+from tracker.inputs.configs import EngineArgs, SimulatorSettings
+from tracker.sim.batching import Scheduler, SimRequest
 from tracker.sim.engine import compute_step_s
 from tracker.sim.kvcache import (
     KvCacheSpec,
@@ -14,7 +15,6 @@ from tracker.sim.kvcache import (
     compute_kv_cache_spec,
 )
 from tracker.sim.sampling import StepJitter, plan_output
-from tracker.sim.scheduler import Scheduler, SimRequest
 
 # --- KV capacity -----------------------------------------------------------------------------
 

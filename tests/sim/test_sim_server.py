@@ -19,8 +19,8 @@ import tracker
 from tests.sim.conftest import ServerFactory
 from tests.sim.sim_support import MODEL, chat_body, fetch_metrics, make_config, stream_request
 from tracker.errors import MeasurementError
+from tracker.inputs.tokenizer import count_tokens
 from tracker.sim import SimServer, ThreadedSimServer
-from tracker.tokenizer import count_tokens
 
 
 async def post(

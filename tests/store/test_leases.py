@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
-from tracker.config import ServingConfig, build_loaded_config
+from tracker.inputs.configs import ServingConfig, build_loaded_config
+from tracker.inputs.suites import Suite, build_loaded_suite
 from tracker.results import RunStatus, WorkloadResult, WorkloadSummary
 from tracker.store import fetch_run, open_store
 from tracker.store.leases import (
@@ -35,14 +36,13 @@ from tracker.store.queue import (
     link_run,
     reap_stale_requests,
 )
-from tracker.store.repository import (
+from tracker.store.runs import (
     begin_run,
     finish_run,
     save_config_version,
     save_suite,
     save_workload,
 )
-from tracker.suites import Suite, build_loaded_suite
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 HOST = socket.gethostname()

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import Engine, delete
 from sqlalchemy.orm import Session
 
-from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite
 from tracker.results import (
     ClientHealth,
     LatencyStats,
@@ -30,14 +31,13 @@ from tracker.store.regressions import (
     save_regression,
     update_regression_status,
 )
-from tracker.store.repository import (
+from tracker.store.runs import (
     begin_run,
     finish_run,
     save_config_version,
     save_suite,
     save_workload,
 )
-from tracker.suites import LoadedSuite, Suite, build_loaded_suite
 
 T0 = datetime(2026, 11, 3, 2, 0, tzinfo=UTC)
 SERIES = SeriesKey("sim-small", "smoke", "short", "ttft_median_s")

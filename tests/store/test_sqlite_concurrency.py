@@ -1,7 +1,7 @@
 """SQLite shared with other processes: WAL, the busy timeout, and a lock held too long.
 
 Another program's connection is a plain ``sqlite3`` connection on the same file; ``tracker run``
-runs through ``tracker.cli.main`` on the embedded simulator.
+runs through ``tracker.cli.main.main`` on the embedded simulator.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from tests.simconfigs import FAST_SIM
-from tracker import pipeline
-from tracker.cli import main
+from tracker.cli.main import main
 from tracker.errors import StoreError, StoreLockedError
+from tracker.jobs import execute as pipeline
 from tracker.results import RunStatus
 from tracker.store.db import (
     SQLITE_BUSY_TIMEOUT_ENV,
@@ -28,7 +28,7 @@ from tracker.store.db import (
     redact_url,
     retry_when_locked,
 )
-from tracker.store.repository import fetch_run, fetch_runs
+from tracker.store.runs import fetch_run, fetch_runs
 
 QUICK_THEN_SLOW = """\
 name: quick-then-slow
@@ -150,7 +150,7 @@ def test_a_lock_taken_mid_run_keeps_the_run_as_partial_once_it_is_released(
         paths: dict[str, Path], other_process: sqlite3.Connection,
         capsys: pytest.CaptureFixture[str]) -> None:
     waiting = _Seen("waiting up to")
-    logging.getLogger("tracker.pipeline").addHandler(waiting)
+    logging.getLogger("tracker.jobs.execute").addHandler(waiting)
     problems: list[str] = []
 
     def hold_the_lock_during_the_slow_workload() -> None:
@@ -170,7 +170,7 @@ def test_a_lock_taken_mid_run_keeps_the_run_as_partial_once_it_is_released(
         code = _run(paths)
     finally:
         holder.join(90)
-        logging.getLogger("tracker.pipeline").removeHandler(waiting)
+        logging.getLogger("tracker.jobs.execute").removeHandler(waiting)
     assert problems == []
     err = capsys.readouterr().err
     assert code == 3, err

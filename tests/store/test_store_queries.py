@@ -8,19 +8,19 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.config import EngineArgs, ServingConfig, Target, build_loaded_config
+from tracker.inputs.configs import EngineArgs, ServingConfig, Target, build_loaded_config
+from tracker.inputs.suites import FixedPrompt, Suite, Workload, build_loaded_suite
+from tracker.load.summary import compute_workload_summary
 from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
 from tracker.store import queries
 from tracker.store.regressions import RegressionStatus, SeriesKey, save_regression
-from tracker.store.repository import (
+from tracker.store.runs import (
     begin_run,
     finish_run,
     save_config_version,
     save_suite,
     save_workload,
 )
-from tracker.suites import FixedPrompt, Suite, Workload, build_loaded_suite
-from tracker.summary import compute_workload_summary
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 

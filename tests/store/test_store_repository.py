@@ -10,7 +10,8 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.orm import Session
 
-from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite
 from tracker.results import (
     LatencyStats,
     RequestRecord,
@@ -33,7 +34,6 @@ from tracker.store import (
     save_workload,
 )
 from tracker.store.models import RequestRecordModel, RunModel, WorkloadResultModel
-from tracker.suites import LoadedSuite, Suite, build_loaded_suite
 
 T0 = datetime(2026, 11, 3, 9, 30, tzinfo=UTC)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.config import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.errors import ConfigError
-from tracker.targets import describe_network, find_proxy, open_target, resolve_headers
+from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.targets.resolve import describe_network, find_proxy, open_target, resolve_headers
 
 KEY = "sk-tt-0123456789abcdefKEY"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",

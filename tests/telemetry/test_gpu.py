@@ -10,8 +10,8 @@ import pynvml
 import pytest
 
 from tests.telemetry.fake_nvml import BASE_MEMORY, GIB, FakeNvml
-from tracker.environment import collect_environment
 from tracker.results import GpuSample
+from tracker.runner.environment import collect_environment
 from tracker.telemetry.gpu import (
     GpuSampler,
     collect_gpu_environment,

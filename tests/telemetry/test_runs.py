@@ -12,13 +12,13 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.telemetry.fake_nvml import FakeNvml
-from tracker.cli import main
-from tracker.config import load_config
-from tracker.environment import compute_fingerprint_differences
-from tracker.pipeline import execute_suite
-from tracker.report import render_run_json, render_run_text
-from tracker.store.telemetry import fetch_gpu_timeline
-from tracker.suites import load_suite
+from tracker.cli.main import main
+from tracker.inputs.configs import load_config
+from tracker.inputs.suites import load_suite
+from tracker.jobs.execute import execute_suite
+from tracker.reports.run_report import render_run_json, render_run_text
+from tracker.runner.environment import compute_fingerprint_differences
+from tracker.store.measurements import fetch_gpu_timeline
 from tracker.telemetry import TelemetrySettings
 
 CONFIG = """\

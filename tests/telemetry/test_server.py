@@ -11,11 +11,11 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from tracker.config import ServingConfig
-from tracker.loadgen import Endpoint
+from tracker.inputs.configs import ServingConfig
+from tracker.load.generator import Endpoint
 from tracker.results import ServerTelemetry
 from tracker.sim import SimServer
-from tracker.telemetry.server import (
+from tracker.telemetry.server_metrics import (
     ServerScraper,
     compute_server_values,
     merge_summaries,

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from tracker.dashboard.trends import display_unit, metric_label
+from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.redaction import redact_text
 
 PALETTE = qualitative.Plotly + qualitative.D3

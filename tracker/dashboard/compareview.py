@@ -10,7 +10,7 @@ import streamlit as st
 
 from tracker.dashboard import data, runview, ui
 from tracker.dashboard.diffs import compute_diff, diff_frame
-from tracker.dashboard.trends import display_unit, metric_label
+from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.results import RunResult
 
 TWO_RUNS, TWO_VERSIONS = "Two runs", "Two config versions"

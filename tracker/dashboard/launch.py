@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 from typing import NoReturn
 
@@ -28,7 +29,7 @@ from tracker.dashboard.access import (
 from tracker.errors import ConfigError, UsageError
 from tracker.store.db import DB_URL_ENV, redact_url
 
-APP_PATH = Path(__file__).resolve().parent.parent.parent / "dashboard" / "app.py"
+APP_PATH = Path(str(resources.files("tracker._dashboard_app"))) / "app.py"  # package data
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8501
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::"})  # every interface: no one address to show

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from tracker.dashboard import data, ui
-from tracker.dashboard.trends import display_unit, metric_label
+from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.metrics import REGISTRY
 from tracker.results import RunResult
 from tracker.store.queries import RunDetail

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from tracker.dashboard import data, ui
-from tracker.dashboard.trends import (
+from tracker.dashboard.trend_series import (
     STAT_LABELS,
     find_version_changes,
     latency_label,

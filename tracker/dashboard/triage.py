@@ -10,7 +10,7 @@ import streamlit as st
 
 from tracker.dashboard import data, ui, viewer
 from tracker.dashboard.pages import page
-from tracker.dashboard.trends import display_unit, metric_label
+from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.store.regressions import RegressionRecord, RegressionStatus
 
 FLASH_KEY = "triage_flash"

@@ -12,7 +12,7 @@ import random
 import pandas as pd
 
 from tracker.analysis import Verdict, compare_samples, detect_change_points
-from tracker.dashboard.trends import display_unit, lower_is_better
+from tracker.dashboard.trend_series import display_unit, lower_is_better
 from tracker.results import RunResult, WorkloadResult
 
 VERDICT_LATENCIES = ("ttft", "tpot", "itl", "e2el")

@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.scheduling.locks import DatabaseLock
-from tracker.scheduling.queue import DEFAULT_STALE_AFTER_S, enqueue_schedule, reap_stale
+from tracker.scheduling.queueing import DEFAULT_STALE_AFTER_S, enqueue_schedule, reap_stale
 from tracker.scheduling.schedules import build_trigger
 from tracker.store.db import create_store_engine
 from tracker.store.queue import ScheduleRow, fetch_schedules

@@ -27,11 +27,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from tracker.config import NAME_PATTERN, load_config
 from tracker.errors import ConfigError
+from tracker.inputs.configs import NAME_PATTERN, load_config
+from tracker.inputs.suites import load_suite
+from tracker.inputs.yamlfile import read_yaml_mapping, validate_model, where
 from tracker.store.queue import ScheduleRow
-from tracker.suites import load_suite
-from tracker.yamlfile import read_yaml_mapping, validate_model, where
 
 LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CRON_FIELDS = ("minute", "hour", "day", "month", "day_of_week")

@@ -23,19 +23,19 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from tracker.aio import run_async
-from tracker.config import LaunchSettings, LoadedConfig
 from tracker.errors import StoreLockedError, TrackerError
-from tracker.pipeline import StoreSink, register_inputs
+from tracker.eventloop import run_async
+from tracker.inputs.configs import LaunchSettings, LoadedConfig
+from tracker.jobs.execute import StoreSink, register_inputs
 from tracker.results import RunResult
-from tracker.runner import RunOutcome, SuiteRunner
+from tracker.runner.suite_runner import RunOutcome, SuiteRunner
 from tracker.scheduling.alerts import (
     RegressionSource,
     WebhookSettings,
     alert_after_run,
     analysis_regressions,
 )
-from tracker.scheduling.queue import (
+from tracker.scheduling.queueing import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_STALE_AFTER_S,
     Heartbeat,
@@ -53,8 +53,8 @@ from tracker.store.queue import (
     link_run,
     release_request,
 )
-from tracker.store.repository import fetch_run
-from tracker.targets import check_target_inputs
+from tracker.store.runs import fetch_run
+from tracker.targets.resolve import check_target_inputs
 
 log = logging.getLogger(__name__)
 

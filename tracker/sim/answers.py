@@ -26,14 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracker.config import EngineArgs, ServingConfig
 from tracker.errors import ConfigError
-from tracker.prompts import SplitMix64, derive_seed
-from tracker.quality.loading import load_quality_set
+from tracker.inputs.configs import EngineArgs, ServingConfig
+from tracker.inputs.prompts import SplitMix64, derive_seed
+from tracker.inputs.shipped import shipped_quality_sets
+from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import ChoiceParams, NumericParams, QualityItem
 from tracker.sim.sampling import OutputWords, compute_unit_interval
 
-SHIPPED_SETS = Path(__file__).resolve().parent.parent.parent / "baselines" / "quality"
 BASE_ERROR_RATE = 0.03
 QUANTIZATION_PENALTY = 0.12
 OTHER_QUANT_PENALTY = 0.04
@@ -106,8 +106,10 @@ def _wrong_answer(item: QualityItem, others: Sequence[str], rng: SplitMix64) -> 
 
 
 @functools.lru_cache(maxsize=4)
-def load_answer_key(directory: Path = SHIPPED_SETS) -> Mapping[str, QualityItem]:
-    """Prompt -> item, over every valid set in ``directory`` (an invalid one is logged, skipped)."""
+def load_answer_key(directory: Path | None = None) -> Mapping[str, QualityItem]:
+    """Prompt -> item, over every valid set in ``directory`` (default: the shipped sets; an
+    invalid one is logged, skipped)."""
+    directory = directory if directory is not None else shipped_quality_sets()
     key: dict[str, QualityItem] = {}
     for path in sorted(directory.glob("*.jsonl")):
         try:

@@ -13,10 +13,11 @@ from typing import Any
 from aiohttp import web
 
 import tracker
-from tracker.config import ServingConfig
+from tracker.inputs.configs import ServingConfig
+from tracker.sim.batching import ABORT, SimRequest
 from tracker.sim.chunks import DONE, ResponseEncoder
 from tracker.sim.engine import Engine, EngineClosedError
-from tracker.sim.metrics import render_metrics
+from tracker.sim.prometheus import render_metrics
 from tracker.sim.protocol import (
     ApiError,
     CompletionRequest,
@@ -25,7 +26,6 @@ from tracker.sim.protocol import (
     parse_completion_request,
     parse_json_object,
 )
-from tracker.sim.scheduler import ABORT, SimRequest
 
 SIMULATED_HEADER = "x-tracker-simulated"
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}

@@ -21,8 +21,10 @@ import itertools
 import logging
 from dataclasses import dataclass
 
-from tracker.config import ServingConfig, SimulatorSettings
+from tracker.inputs.configs import ServingConfig, SimulatorSettings
+from tracker.inputs.tokenizer import split_tokens
 from tracker.sim.answers import AnswerModel
+from tracker.sim.batching import EngineCounters, Scheduler, SimRequest
 from tracker.sim.kvcache import (
     DEFAULT_MAX_MODEL_LEN,
     GIB,
@@ -32,8 +34,6 @@ from tracker.sim.kvcache import (
     compute_kv_cache_spec,
 )
 from tracker.sim.sampling import StepJitter, draw_run_factor, plan_output
-from tracker.sim.scheduler import EngineCounters, Scheduler, SimRequest
-from tracker.tokenizer import split_tokens
 
 DEFAULT_MAX_NUM_SEQS = 256
 _ENGINE_ORDINALS = itertools.count()  # the n-th engine of this process draws the n-th run factor

@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracker.config import EngineArgs, SimulatorSettings
 from tracker.errors import MeasurementError
+from tracker.inputs.configs import EngineArgs, SimulatorSettings
 
 GIB = 1024**3
 GPU_MEMORY_BYTES = 80 * GIB  # one simulated 80 GiB accelerator (SimulatorSettings.gpu_memory_gib)

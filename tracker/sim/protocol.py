@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tracker.inputs.tokenizer import count_tokens
 from tracker.sim.engine import Generation
-from tracker.tokenizer import count_tokens
 
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's; chat defaults to the rest of the context
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from tracker.prompts import VOCABULARY, SplitMix64, derive_seed
+from tracker.inputs.prompts import VOCABULARY, SplitMix64, derive_seed
 
 _UNIT = 2.0**-53
 _JITTER_FLOOR = 0.5

@@ -16,8 +16,8 @@ from types import TracebackType
 
 from aiohttp import web
 
-from tracker.config import ServingConfig
 from tracker.errors import MeasurementError, TrackerError
+from tracker.inputs.configs import ServingConfig
 from tracker.sim.app import create_app
 from tracker.sim.engine import Engine
 

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 import tracker
-from tracker.config import EngineArgs, ServingConfig, SimulatorSettings
 from tracker.errors import TrackerError
+from tracker.inputs.configs import EngineArgs, ServingConfig, SimulatorSettings
 from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, GIB, KvCacheSpec, compute_kv_cache_spec
 from tracker.sim.server import serve_forever
 

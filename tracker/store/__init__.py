@@ -5,7 +5,7 @@ get ``tracker.results`` values and the small listings in ``tracker.store.values`
 """
 
 from tracker.store.db import open_store, redact_url, resolve_db_url, upgrade_database
-from tracker.store.repository import (
+from tracker.store.runs import (
     begin_run,
     fetch_config_versions,
     fetch_run,

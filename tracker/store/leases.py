@@ -38,7 +38,7 @@ from tracker.redaction import redact_one_line
 from tracker.results import RunStatus
 from tracker.store.models import RunModel, SuiteModel, WorkloadResultModel
 from tracker.store.models_scheduling import RunRequestModel
-from tracker.supervisor import process_is_alive
+from tracker.targets.supervisor import process_is_alive
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 - ``workload_telemetry``: per workload, whether GPU and server telemetry were measured and why not;
 - ``gpu_summaries``: per workload and GPU, peaks and means of its samples;
 - ``gpu_samples``: the timeline, one row per GPU per sample (query it per run with
-  ``tracker.store.telemetry.fetch_gpu_timeline``);
+  ``tracker.store.measurements.fetch_gpu_timeline``);
 - ``server_metrics``: per workload, the scraped summary (``kv_cache_usage_peak``, ``num_preemptions``,
   ``prefix_cache_hit_rate``, …), one row per metric;
 - ``quality_summaries``: per run, the set, accuracy with its Wilson interval, and the drift;

@@ -20,7 +20,7 @@ from tracker.results import RunResult
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
 from tracker.store.models import WorkloadResultModel as Workloads
 from tracker.store.regressions import RegressionStatus, fetch_regressions
-from tracker.store.repository import fetch_run
+from tracker.store.runs import fetch_run
 
 OVERVIEW_COLUMNS = ("config", "suite", "run_id", "status", "status_reason", "simulated",
                     "started_at", "config_version", "runs")

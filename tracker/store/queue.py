@@ -1,5 +1,5 @@
 """Schedules, the run-request queue and alert deliveries. Every function takes a Session; the
-caller owns the transaction (as in ``tracker.store.repository``).
+caller owns the transaction (as in ``tracker.store.runs``).
 
 Claiming is safe with many workers: on PostgreSQL the candidate row is locked with
 ``SELECT … FOR UPDATE SKIP LOCKED`` (workers never wait on each other), and on every backend the
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from tracker.results import RunStatus
 from tracker.store.models import RunModel, WorkloadResultModel
 from tracker.store.models_scheduling import AlertDeliveryModel, RunRequestModel, ScheduleModel
-from tracker.store.repository import finish_run
+from tracker.store.runs import finish_run
 
 MAX_ATTEMPTS = 2  # a request whose worker died is requeued once, then marked failed
 

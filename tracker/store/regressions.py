@@ -23,7 +23,7 @@ from tracker.store.models import (
     WorkloadMetricModel,
     WorkloadResultModel,
 )
-from tracker.store.models_analysis import RegressionModel
+from tracker.store.models_regressions import RegressionModel
 from tracker.store.values import ConfigVersionRow, NotFoundError
 
 UPDATED_BY_CHARS = 200  # regressions.updated_by is String(200)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tracker.config import Target
+from tracker.inputs.configs import Target
 from tracker.telemetry.gpu import DEFAULT_SAMPLE_HZ
-from tracker.telemetry.server import DEFAULT_SCRAPE_INTERVAL_S
+from tracker.telemetry.server_metrics import DEFAULT_SCRAPE_INTERVAL_S
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]"})
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 
-from tracker.loadgen import Endpoint
+from tracker.load.generator import Endpoint
 from tracker.results import GpuTelemetry, ServerTelemetry
 from tracker.telemetry import TelemetrySettings
 from tracker.telemetry.gpu import GpuSampler
-from tracker.telemetry.server import ServerScraper
+from tracker.telemetry.server_metrics import ServerScraper
 
 
 class WorkloadTelemetry:

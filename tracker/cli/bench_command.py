@@ -1,0 +1,237 @@
+"""``tracker bench``: an ad-hoc benchmark of any OpenAI-compatible endpoint, nothing stored.
+
+The flags are ``vllm bench serve``'s where one exists. Prompts are the tracker's seeded random
+words (``--random-input-len`` words, one token each for current BPE tokenizers). The load shape:
+
+- ``--request-rate R`` (default ``inf``): open loop, gamma-distributed gaps of mean 1/R with shape
+  ``--burstiness`` (1 = Poisson); ``inf`` starts every request at once; ``--max-concurrency``
+  caps the requests in flight (waiting for a slot counts in the scheduled latency);
+- ``--duration S``: keep starting requests for S seconds, cycling through the prompts; with an
+  infinite rate this is a closed loop of ``--max-concurrency`` workers.
+The measurement is the suites' own (tracker.load.generator, tracker.load.summary), so the numbers and the
+``--json`` (``tracker.run/1``, one workload) mean exactly what a stored run's do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import aiohttp
+from pydantic import ValidationError
+
+from tracker.errors import MeasurementError, UsageError
+from tracker.eventloop import run_async
+from tracker.inputs.suites import Slos, Suite, SyntheticPrompts, Workload, build_loaded_suite
+from tracker.load.bodies import build_request_specs
+from tracker.load.generator import Endpoint, LoadGenerator
+from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.slo import parse_goodput
+from tracker.redaction import redact_optional
+from tracker.reports.load_report import render_load_lines
+from tracker.reports.run_report import render_run_json
+from tracker.results import LatencyStats, RunResult, RunStatus, VersionRef, WorkloadResult
+from tracker.runner.environment import collect_environment
+
+NAME = "bench"
+
+
+@dataclass(frozen=True, slots=True)
+class BenchArgs:
+    base_url: str
+    model: str | None = None
+    endpoint_type: str = "chat"
+    max_concurrency: int | None = None
+    request_rate: float = math.inf
+    burstiness: float = 1.0
+    num_prompts: int = 200
+    random_input_len: int = 256
+    random_output_len: int = 128
+    ignore_eos: bool = False
+    seed: int = 0
+    warmup: int = 0
+    duration_s: float | None = None
+    goodput: Sequence[str] = ()
+    api_key_env: str | None = None
+    request_timeout_s: float = 600.0
+
+
+def build_workload(args: BenchArgs) -> Workload:
+    """The arguments as a suite workload (validated like one); bad values are usage errors."""
+    slo = parse_goodput(args.goodput) if args.goodput else None
+    if args.duration_s is not None and math.isinf(args.request_rate) \
+            and args.max_concurrency is None:
+        raise UsageError("--duration with --request-rate inf needs --max-concurrency (the "
+                         "number of requests kept in flight); or give a finite --request-rate")
+    closed = args.duration_s is not None and math.isinf(args.request_rate)
+    shape: dict[str, Any] = ({"concurrency": args.max_concurrency} if closed else
+                             {"request_rate": args.request_rate, "burstiness": args.burstiness,
+                              "max_concurrency": args.max_concurrency})
+    try:
+        return Workload(
+            name=NAME,
+            prompts=SyntheticPrompts(source="synthetic", input_tokens=args.random_input_len),
+            endpoint_type=args.endpoint_type,
+            max_tokens=args.random_output_len, ignore_eos=args.ignore_eos,
+            num_requests=args.num_prompts, warmup_requests=args.warmup,
+            request_timeout_s=args.request_timeout_s,
+            slos=None if slo is None else Slos(**slo.as_ms()),
+            **shape,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "arguments"
+        raise UsageError(f"tracker bench: {where}: {first['msg']} (got "
+                         f"{first.get('input')!r})") from None
+
+
+def _headers(args: BenchArgs) -> dict[str, str]:
+    if args.api_key_env is None:
+        return {}
+    value = os.environ.get(args.api_key_env, "").strip()
+    if not value:
+        raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set; export "
+                         f"it first (export {args.api_key_env}=<your key>)")
+    return {"Authorization": f"Bearer {value}"}
+
+
+async def fetch_first_model(endpoint: Endpoint) -> str:
+    """The first model the server lists at /v1/models (when --model is not given)."""
+    try:
+        async with aiohttp.ClientSession(trust_env=True) as session, session.get(
+                endpoint.url("/v1/models"), headers=endpoint.headers,
+                timeout=aiohttp.ClientTimeout(total=30)) as response:
+            data = await response.json(content_type=None)
+    except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+        raise MeasurementError(f"{endpoint.base_url}/v1/models: could not list the models "
+                               f"({type(exc).__name__}: {exc}); pass --model") from None
+    models = data.get("data") if isinstance(data, dict) else None
+    if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        raise MeasurementError(f"{endpoint.base_url}/v1/models: no model listed; pass --model")
+    return str(models[0]["id"])
+
+
+async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> tuple[str, WorkloadResult]:
+    """(model, the measured workload)."""
+    workload = build_workload(args)
+    endpoint = Endpoint(args.base_url, _headers(args))
+    model = args.model or await fetch_first_model(endpoint)
+    suite = build_loaded_suite(Suite(name=NAME, seed=args.seed, workloads=[workload]), "-")
+    warmup, measured = build_request_specs(workload, suite.prompts[NAME], model=model,
+                                           supports_ignore_eos=args.ignore_eos)
+    phase = WorkloadPhases(workload, args.seed).next_phase()
+    assert phase is not None
+    plan = build_plan(workload, phase, warmup, measured, duration_s=args.duration_s)
+
+    def on_progress(done: int, total: int) -> None:
+        if progress is not None and (done == total or done % 50 == 0):
+            progress.write(f"\r{done}/{total} requests")
+            progress.flush()
+
+    outcome = await LoadGenerator(endpoint, plan, on_progress=on_progress).run()
+    if progress is not None:
+        progress.write("\n")
+    return model, compute_phase_result(workload, phase, plan, outcome)
+
+
+def build_run(args: BenchArgs, model: str, result: WorkloadResult) -> RunResult:
+    """The ad-hoc run in the ``tracker.run/1`` shape (run_id 0: nothing is stored)."""
+    body = {"base_url": args.base_url, "model": model, "endpoint_type": args.endpoint_type}
+    version = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    status = RunStatus.COMPLETED if result.summary.completed else RunStatus.FAILED
+    environment = collect_environment(target_kind="openai", engine=None)
+    return RunResult(
+        run_id=0, status=status, simulated=False, config=VersionRef("adhoc", version),
+        suite=VersionRef(NAME, hashlib.sha256(json.dumps(dict(result.params), sort_keys=True,
+                                                         default=str).encode()).hexdigest()),
+        started_at=result.started_at, ended_at=result.ended_at, host=str(environment["host"]),
+        tracker_version=str(environment["tracker_version"]), environment=environment,
+        workloads=(result,),
+        status_reason=None if result.summary.completed else "no request completed",
+        config_body=body)
+
+
+def _line(label: str, value: str) -> str:
+    return f"{label:<40}{value:>12}"
+
+
+def _latency_lines(title: str, key: str, stats: LatencyStats | None) -> list[str]:
+    if stats is None:
+        return []
+    return [f"{'-' * 15}{title:^22}{'-' * 15}",
+            _line(f"Mean {key} (ms):", f"{stats.mean_s * 1000:.2f}"),
+            _line(f"Median {key} (ms):", f"{stats.median_s * 1000:.2f}"),
+            _line(f"P99 {key} (ms):", f"{stats.p99_s * 1000:.2f}")]
+
+
+def render_bench_text(model: str, result: WorkloadResult) -> str:
+    s = result.summary
+    lines = [f"{' Serving Benchmark Result ':=^52}",
+             _line("Model:", model),
+             _line("Successful requests:", str(s.completed)),
+             _line("Failed requests:", str(s.failed)),
+             _line("Benchmark duration (s):", f"{s.duration_s:.2f}"),
+             _line("Total input tokens:", str(s.total_input_tokens)),
+             _line("Total generated tokens:", str(s.total_output_tokens)),
+             _line("Request throughput (req/s):", f"{s.request_throughput_per_s or 0:.2f}"),
+             _line("Output token throughput (tok/s):",
+                   f"{s.output_throughput_tokens_per_s or 0:.2f}")]
+    if s.goodput_req_per_s is not None:
+        lines.append(_line("Request goodput (req/s):", f"{s.goodput_req_per_s:.2f}"))
+    for title, key, stats in (("Time to First Token", "TTFT", s.ttft),
+                              ("TTFT from planned start", "TTFT", s.scheduled_ttft),
+                              ("Time per Output Token", "TPOT", s.tpot),
+                              ("Inter-token Latency", "ITL", s.itl),
+                              ("End-to-end Latency", "E2EL", s.e2el)):
+        lines.extend(_latency_lines(title, key, stats))
+    lines.append("=" * 52)
+    if s.errors:
+        lines.append("errors: " + ", ".join(f"{k} x{v}" for k, v in sorted(s.errors.items())))
+    if s.client is not None and s.client.cpu_fraction is not None:
+        lines.append(f"client: {s.client.cpu_fraction:.0%} CPU of one core"
+                     + (f", send lag p99 {s.client.send_lag_p99_s * 1000:.2f} ms"
+                        if s.client.send_lag_p99_s is not None else ""))
+    lines.extend(render_load_lines([result]))
+    return "\n".join(lines)
+
+
+def save_requests(path: str, result: WorkloadResult) -> None:
+    """One JSON line per request, in milliseconds, failures included."""
+    def ms(value: float | None) -> float | None:
+        return None if value is None else value * 1000.0
+
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise UsageError(f"--save-requests {path}: directory {target.parent} does not exist")
+    with target.open("w", encoding="utf-8") as handle:
+        for r in result.records:
+            handle.write(json.dumps({
+                "index": r.index, "scheduled_start_ms": ms(r.scheduled_start_s),
+                "start_ms": ms(r.start_s), "ttft_ms": ms(r.ttft_s), "tpot_ms": ms(r.tpot_s),
+                "e2el_ms": ms(r.e2el_s), "scheduled_ttft_ms": ms(r.scheduled_ttft_s),
+                "itl_ms": [g * 1000.0 for g in r.itl_s], "output_tokens": r.output_tokens,
+                "output_tokens_source": r.output_tokens_source, "output_chunks": r.output_chunks,
+                "input_tokens": r.input_tokens, "error_class": r.error_class,
+                "error": redact_optional(r.error),
+            }) + "\n")
+
+
+def execute_bench(args: BenchArgs, quiet: bool = False) -> tuple[str, WorkloadResult]:
+    try:
+        return run_async(run_bench(args, None if quiet else sys.stderr))
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+
+
+def bench_json(args: BenchArgs, model: str, result: WorkloadResult) -> dict[str, Any]:
+    data = render_run_json(build_run(args, model, result))
+    data["run_id"] = None  # ad hoc: not stored
+    return data

@@ -1,0 +1,394 @@
+"""The scheduling commands: ``schedule list|add|remove|run-now``, ``scheduler``, ``worker``, ``queue``.
+
+Parsing (``add_parsers``) and dispatch live here so that ``tracker.cli.main`` needs two lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+
+from tracker.cli.run_commands import reading
+from tracker.errors import UsageError
+from tracker.reports.run_report import render_table
+from tracker.scheduling.alerts import WEBHOOK_ENV, load_webhook
+from tracker.scheduling.locks import DatabaseLock
+from tracker.scheduling.queueing import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_STALE_AFTER_S,
+    enqueue_schedule,
+    utc_now,
+)
+from tracker.scheduling.scheduler import (
+    DEFAULT_MISFIRE_GRACE_S,
+    DEFAULT_SYNC_INTERVAL_S,
+    SchedulerSettings,
+    TrackerScheduler,
+)
+from tracker.scheduling.schedules import (
+    CLI_SOURCE,
+    ScheduleSpec,
+    build_schedule_row,
+    compute_next_fire,
+    load_schedules,
+    parse_labels,
+    parse_timezone,
+)
+from tracker.scheduling.signals import stop_on_signals
+from tracker.scheduling.worker import Worker, WorkerSettings
+from tracker.store.db import open_store, redact_url, resolve_db_url
+from tracker.store.queue import (
+    RequestStatus,
+    RunRequest,
+    ScheduleRow,
+    delete_schedule,
+    fetch_requests,
+    fetch_schedules,
+    replace_file_schedules,
+    save_schedule,
+)
+
+EXIT_OK = 0
+COMMANDS = ("schedule", "scheduler", "worker", "queue")
+AddDb = Callable[[argparse.ArgumentParser], None]
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], add_db: AddDb) -> None:
+    _add_schedule_parser(sub, add_db)
+    scheduler = sub.add_parser("scheduler", help="fire the schedules' slots into the run queue "
+                                                 "(one per database; SIGTERM/Ctrl-C stops)")
+    add_db(scheduler)
+    scheduler.add_argument("--schedules", metavar="FILE",
+                           help="load this schedules.yaml into the database first")
+    scheduler.add_argument("--with-worker", action="store_true",
+                           help="also run a worker in this process (one machine)")
+    scheduler.add_argument("--misfire-grace-s", type=float, default=DEFAULT_MISFIRE_GRACE_S,
+                           help="a slot missed by up to this long still runs, once "
+                                "(default: %(default)g)")
+    scheduler.add_argument("--sync-interval-s", type=float, default=DEFAULT_SYNC_INTERVAL_S,
+                           help="how often to re-read schedules and reap dead workers' requests "
+                                "(default: %(default)g)")
+    _add_worker_options(scheduler)
+    worker = sub.add_parser("worker", help="run queued requests that match this host's labels")
+    add_db(worker)
+    _add_worker_options(worker)
+    worker.add_argument("--exit-when-empty", action="store_true",
+                        help="exit once nothing this worker may take is queued or running")
+    queue = sub.add_parser("queue", help="queued, running and failed run requests")
+    add_db(queue)
+    queue.add_argument("--all", action="store_true", help="include done requests")
+    queue.add_argument("--limit", type=int, default=50, metavar="N")
+
+
+def _add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                         add_db: AddDb) -> None:
+    schedule = sub.add_parser("schedule", help="nightly schedules: list, add, remove, run-now")
+    actions = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="schedules with their next run times")
+    add_db(listing)
+    add = actions.add_parser("add", help="add or replace schedules: --file schedules.yaml, or "
+                                         "one by name with --cron, --config and --suite")
+    add.add_argument("name", nargs="?", metavar="NAME")
+    add.add_argument("--file", metavar="FILE", help="a schedules.yaml (replaces its schedules)")
+    add.add_argument("--cron", help="'minute hour day month weekday' (6 fields: seconds first)")
+    add.add_argument("--timezone", default="UTC", help="IANA time zone (default: UTC)")
+    add.add_argument("--config", action="append", default=[], metavar="FILE")
+    add.add_argument("--suite", action="append", default=[], metavar="FILE")
+    add.add_argument("--repeats", type=int, default=1, metavar="N")
+    add.add_argument("--labels", metavar="K=V[,K=V]", help="runner labels it needs, e.g. gpu=h100")
+    add_db(add)
+    remove = actions.add_parser("remove", help="remove a schedule")
+    remove.add_argument("name", metavar="NAME")
+    add_db(remove)
+    now = actions.add_parser("run-now", help="queue a schedule's runs now, outside its slots")
+    now.add_argument("name", metavar="NAME")
+    add_db(now)
+
+
+def _add_worker_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--labels", metavar="K=V[,K=V]", help="what this runner offers, e.g. "
+                                                              "gpu=h100 (default: none)")
+    parser.add_argument("--gpus", metavar="LIST", help="the GPU set of this worker, e.g. 0,1 "
+                        "(CUDA_VISIBLE_DEVICES of the vLLM servers it launches)")
+    parser.add_argument("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S)
+    parser.add_argument("--stale-after-s", type=float, default=DEFAULT_STALE_AFTER_S,
+                        help="a running request silent this long is taken for dead and "
+                             "requeued once (default: %(default)g)")
+    parser.add_argument("--poll-s", type=float, default=2.0, help="idle polling interval")
+    parser.add_argument("--webhook-env", default=WEBHOOK_ENV, metavar="VAR",
+                        help="environment variable holding the alert webhook URL "
+                             "(default: %(default)s; unset: no alerts)")
+    parser.add_argument("--dashboard-url", metavar="URL",
+                        help="link put in alerts; {run_id} is replaced by the run id")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "schedule":
+        action = args.schedule_command
+        if action == "list":
+            return cmd_schedule_list(args.db)
+        if action == "add":
+            return cmd_schedule_add(args)
+        if action == "remove":
+            return cmd_schedule_remove(args.db, args.name)
+        return cmd_schedule_run_now(args.db, args.name)
+    if args.command == "scheduler":
+        return cmd_scheduler(args)
+    if args.command == "worker":
+        return cmd_worker(args)
+    return cmd_queue(args.db, args.all, args.limit)
+
+
+# --- schedule ------------------------------------------------------------------------------
+
+
+def _when(moment: datetime | None, timezone: str = "UTC") -> str:
+    if moment is None:
+        return "-"
+    return moment.astimezone(parse_timezone(timezone)).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def cmd_schedule_list(db: str | None) -> int:
+    with reading(db) as session:
+        schedules = fetch_schedules(session)
+    if not schedules:
+        print("no schedules; add some with `tracker schedule add --file schedules.yaml`")
+        return EXIT_OK
+    now = utc_now()
+    rows = [[s.name, f"{s.cron} ({s.timezone})", _fan_out(s), _labels(s.labels),
+             _when(compute_next_fire(s, now), s.timezone), _when(s.last_fired_at),
+             (s.last_error or "")[:60]] for s in schedules]
+    print(render_table(("schedule", "cron", "runs per slot", "labels", "next run", "last fired",
+                        "last error"), rows))
+    return EXIT_OK
+
+
+def _fan_out(row: ScheduleRow) -> str:
+    total = len(row.configs) * len(row.suites) * row.repeats
+    return f"{len(row.configs)}x{len(row.suites)}x{row.repeats} = {total}"
+
+
+def _labels(labels: object) -> str:
+    items = dict(labels) if isinstance(labels, dict) else {}
+    return ",".join(f"{k}={v}" for k, v in sorted(items.items())) or "any"
+
+
+def cmd_schedule_add(args: argparse.Namespace) -> int:
+    engine = open_store(resolve_db_url(args.db))
+    try:
+        if args.file:
+            if args.name or args.cron or args.config or args.suite:
+                raise UsageError("schedule add: give either --file FILE or NAME --cron ... "
+                                 "--config ... --suite ..., not both")
+            rows = load_schedules(args.file)
+            source = str(Path(args.file).resolve())
+            with Session(engine) as session, session.begin():
+                removed = replace_file_schedules(session, source, rows, utc_now())
+            names = ", ".join(r.name for r in rows) or "none"
+            print(f"{args.file}: {len(rows)} schedule(s) saved ({names})"
+                  + (f"; removed {', '.join(removed)}" if removed else ""))
+            return EXIT_OK
+        row = _row_from_options(args)
+        with Session(engine) as session, session.begin():
+            save_schedule(session, row, utc_now())
+        print(f"schedule {row.name} saved; next run "
+              f"{_when(compute_next_fire(row, utc_now()), row.timezone)}")
+        return EXIT_OK
+    finally:
+        engine.dispose()
+
+
+def _row_from_options(args: argparse.Namespace) -> ScheduleRow:
+    missing = [flag for flag, value in (("NAME", args.name), ("--cron", args.cron),
+                                        ("--config", args.config), ("--suite", args.suite))
+               if not value]
+    if missing:
+        raise UsageError(f"schedule add: missing {', '.join(missing)}; e.g. tracker schedule add "
+                         "nightly --cron '0 2 * * *' --config configs/x.yaml --suite "
+                         "baselines/chat-short.yaml (or --file schedules.yaml)")
+    try:
+        spec = ScheduleSpec(name=args.name, cron=args.cron, timezone=args.timezone,
+                            configs=args.config, suites=args.suite, repeats=args.repeats,
+                            labels=parse_labels(args.labels))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "schedule"
+        raise UsageError(f"schedule add: {where}: {first['msg']}") from None
+    return build_schedule_row(spec, Path.cwd(), CLI_SOURCE)
+
+
+def cmd_schedule_remove(db: str | None, name: str) -> int:
+    engine = open_store(resolve_db_url(db))
+    try:
+        with Session(engine) as session, session.begin():
+            found = delete_schedule(session, name)
+    finally:
+        engine.dispose()
+    if not found:
+        raise UsageError(f"schedule {name!r} not found; list them with `tracker schedule list`")
+    print(f"schedule {name} removed (a running scheduler drops its job at its next sync)")
+    return EXIT_OK
+
+
+def cmd_schedule_run_now(db: str | None, name: str) -> int:
+    engine = open_store(resolve_db_url(db))
+    try:
+        ids = enqueue_schedule(engine, name, slot=False)
+    finally:
+        engine.dispose()
+    print(f"schedule {name}: queued request(s) {', '.join(map(str, ids))}; "
+          "a worker runs them (`tracker queue` shows them)")
+    return EXIT_OK
+
+
+# --- scheduler, worker, queue --------------------------------------------------------------
+
+
+def _emit(message: str) -> None:
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {message}", flush=True)
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+def _worker_settings(args: argparse.Namespace, exit_when_empty: bool) -> WorkerSettings:
+    for flag in ("heartbeat_s", "stale_after_s", "poll_s"):
+        if getattr(args, flag) <= 0:
+            raise UsageError(f"--{flag.replace('_', '-')}: must be > 0 (got {getattr(args, flag)})")
+    if args.stale_after_s <= args.heartbeat_s:
+        raise UsageError(f"--stale-after-s {args.stale_after_s:g} must be longer than "
+                         f"--heartbeat-s {args.heartbeat_s:g} (a few beats), or live workers "
+                         "are taken for dead")
+    gpus = args.gpus.replace(" ", "") if args.gpus else None
+    return WorkerSettings(labels=parse_labels(args.labels), gpus=gpus,
+                          heartbeat_s=args.heartbeat_s, stale_after_s=args.stale_after_s,
+                          poll_s=args.poll_s, exit_when_empty=exit_when_empty,
+                          webhook=load_webhook(args.webhook_env), dashboard_url=args.dashboard_url)
+
+
+@contextmanager
+def _one_sqlite_worker(url: str) -> Iterator[None]:
+    """SQLite takes one worker per database: a lock file beside it (nothing on PostgreSQL)."""
+    lock = DatabaseLock(url, "worker", "SQLite takes one worker; use PostgreSQL for several "
+                        "workers or hosts")
+    if not lock.is_sqlite:
+        yield
+        return
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    _configure_logging()
+    settings = _worker_settings(args, args.exit_when_empty)
+    url = resolve_db_url(args.db)
+    engine = open_store(url)
+    try:
+        with _one_sqlite_worker(url):
+            worker = Worker(engine, settings, emit=_emit)
+            with stop_on_signals(worker.request_stop):
+                processed = worker.run()
+        _emit(f"worker {worker.worker_id}: processed {processed} request(s)")
+        return EXIT_OK
+    finally:
+        engine.dispose()
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    _configure_logging()
+    worker_settings = _worker_settings(args, exit_when_empty=False)
+    url = resolve_db_url(args.db)
+    engine = open_store(url)
+    try:
+        if args.schedules:
+            rows = load_schedules(args.schedules)
+            with Session(engine) as session, session.begin():
+                replace_file_schedules(session, str(Path(args.schedules).resolve()), rows,
+                                       utc_now())
+        settings = SchedulerSettings(args.misfire_grace_s, args.sync_interval_s,
+                                     worker_settings.stale_after_s)
+        scheduler = TrackerScheduler(engine, url, settings, emit=_emit)
+        scheduler.start()
+        active = (f"scheduler active on {redact_url(url)} (pid {os.getpid()}); SIGTERM or "
+                  "Ctrl-C stops it")
+        try:
+            if args.with_worker:
+                with _one_sqlite_worker(url):
+                    _serve(scheduler, Worker(engine, worker_settings, emit=_emit), active)
+            else:
+                _serve(scheduler, None, active)
+        finally:
+            scheduler.stop()
+            _emit("scheduler stopped")
+        return EXIT_OK
+    finally:
+        engine.dispose()
+
+
+def _serve(scheduler: TrackerScheduler, worker: Worker | None, active: str) -> None:
+    """Block until SIGTERM/SIGINT; with a worker, run it here meanwhile.
+
+    ``active`` is announced only once the signal handlers are in place, so a stop request that
+    follows the announcement is always a clean stop.
+    """
+    stopped = threading.Event()
+
+    def on_stop(name: str) -> None:
+        stopped.set()
+        if worker is not None:
+            worker.request_stop(name)
+        else:
+            _emit(f"scheduler: {name}: stopping")
+
+    with stop_on_signals(on_stop):
+        _emit(active)
+        if worker is not None:
+            worker.run()
+        else:
+            while not stopped.wait(1.0):
+                pass
+
+
+def cmd_queue(db: str | None, include_done: bool, limit: int) -> int:
+    statuses = None if include_done else [RequestStatus.QUEUED, RequestStatus.RUNNING,
+                                          RequestStatus.FAILED]
+    with reading(db) as session:
+        requests = fetch_requests(session, statuses, limit)
+    if not requests:
+        print("the queue is empty" + ("" if include_done else " (--all shows done requests)"))
+        return EXIT_OK
+    now = utc_now()
+    rows = [_queue_row(r, now) for r in requests]
+    print(render_table(("id", "status", "schedule", "slot", "config x suite", "attempt", "worker",
+                        "heartbeat", "run", "error"), rows))
+    return EXIT_OK
+
+
+def _queue_row(request: RunRequest, now: datetime) -> list[str]:
+    beat = "-"
+    if request.heartbeat_at is not None and request.status is RequestStatus.RUNNING:
+        beat = f"{(now - request.heartbeat_at).total_seconds():.0f} s ago"
+    return [str(request.id), request.status.value, request.schedule_name or "-",
+            _when(request.slot_at) if request.slot_at else "run-now",
+            f"{request.config_name} x {request.suite_name}", str(request.attempts),
+            request.worker_id or "-", beat, str(request.run_id or "-"),
+            (request.error or "")[:70]]

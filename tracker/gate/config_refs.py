@@ -1,0 +1,163 @@
+"""Config diffs: two serving-config versions side by side, whichever way they were named.
+
+A config is named by a file (``configs/prod.yaml``), a git ref (``main:configs/prod.yaml``, read
+with ``git show``), or a stored version (``NAME@VERSION`` or a version prefix of 6+ hex digits).
+Files and git refs go through the same validation as ``tracker run`` (a literal secret is
+refused with its value hidden); values that look like secrets are never printed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tracker.analysis.attribution import (
+    ABSENT,
+    HIDDEN,
+    Change,
+    compute_mapping_diff,
+    render_value,
+)
+from tracker.errors import ConfigError, TrackerError
+from tracker.inputs.configs import (
+    LoadedConfig,
+    ServingConfig,
+    build_loaded_config,
+    is_secret_key,
+    load_config,
+    looks_like_secret_value,
+)
+from tracker.inputs.yamlfile import MAX_YAML_BYTES
+from tracker.store.db import open_store, resolve_db_url
+from tracker.store.regressions import fetch_config_version
+
+VERSION_REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*@)?[0-9a-fA-F]{6,64}$")
+GIT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSide:
+    """One side of a diff: where it came from and the validated config."""
+
+    label: str  # as the user named it
+    loaded: LoadedConfig
+
+    @property
+    def title(self) -> str:
+        return f"{self.label} ({self.loaded.config.name}@{self.loaded.short_version})"
+
+
+def load_config_ref(ref: str, db_url: str | None = None) -> ConfigSide:
+    """A config named by a file, a git ``REV:PATH`` or a stored version."""
+    if Path(ref).is_file():
+        return ConfigSide(ref, load_config(ref))
+    if VERSION_REF.match(ref):
+        return ConfigSide(ref, _load_stored(ref, db_url))
+    if ":" in ref:
+        return ConfigSide(ref, _load_git(ref))
+    raise ConfigError(f"{ref}: no such file; name a config by a file, a git ref such as "
+                      "main:configs/prod.yaml, or a stored version (NAME@VERSION or 6+ hex digits)")
+
+
+def _load_stored(ref: str, db_url: str | None) -> LoadedConfig:
+    engine = open_store(resolve_db_url(db_url))
+    try:
+        with Session(engine) as session:
+            name, row = fetch_config_version(session, ref)
+    finally:
+        engine.dispose()
+    config = ServingConfig.model_validate(dict(row.canonical))
+    loaded = build_loaded_config(config, f"{name}@{row.short_version}")
+    if loaded.version != row.version:  # stored under an older schema: say so, don't guess
+        raise ConfigError(f"{ref}: the stored body of {name}@{row.short_version} no longer "
+                          "validates to the same version; diff the files instead")
+    return loaded
+
+
+def _load_git(ref: str) -> LoadedConfig:
+    if ref.startswith("-"):  # git would read it as an option (--output=FILE writes a file)
+        raise ConfigError(f"{ref}: a git ref must not start with '-'; name it as REV:PATH, e.g. "
+                          "main:configs/prod.yaml")
+    git = shutil.which("git")
+    if git is None:
+        raise ConfigError(f"{ref}: reading a git ref needs git on PATH; install git or give a file")
+    try:
+        shown = subprocess.run([git, "show", "--end-of-options", ref], capture_output=True,
+                               timeout=GIT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{ref}: `git show` took over {GIT_TIMEOUT_S:.0f} s") from None
+    if shown.returncode != 0:
+        lines = shown.stderr.decode("utf-8", "replace").strip().splitlines()
+        problem = lines[0] if lines else "no output"
+        raise ConfigError(f"{ref}: `git show {ref}` failed ({problem}); check the revision and "
+                          "the path (relative to the repository root)")
+    if len(shown.stdout) > MAX_YAML_BYTES:
+        raise ConfigError(f"{ref}: the file is {len(shown.stdout)} bytes, over the limit of "
+                          f"{MAX_YAML_BYTES} bytes (1 MiB) for a serving config file; refused: "
+                          "check the revision and the path")
+    name = Path(ref.split(":", 1)[1]).name or "config.yaml"
+    with tempfile.TemporaryDirectory(prefix="tracker-diff-") as folder:
+        path = Path(folder) / name
+        path.write_bytes(shown.stdout)
+        try:
+            loaded = load_config(path)
+        except TrackerError as exc:  # name the git ref, not the temporary file
+            raise type(exc)(str(exc).replace(str(path), ref)) from None
+    return LoadedConfig(loaded.config, loaded.version, loaded.canonical, ref)
+
+
+# --- the diff ---------------------------------------------------------------------------------
+
+
+def _looks_secret(path: str, value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_looks_secret(path, item) for item in value)
+    if not isinstance(value, str):
+        return False
+    return looks_like_secret_value(value) or is_secret_key(path.rsplit(".", 1)[-1])
+
+
+def redact(change: Change) -> Change:
+    """The change with any value that looks like a secret replaced by ``(hidden)``."""
+    old = HIDDEN if _looks_secret(change.path, change.old) else change.old
+    new = HIDDEN if _looks_secret(change.path, change.new) else change.new
+    return Change(change.path, old, new, change.at)
+
+
+def compute_config_diff(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[Change]:
+    """What differs between two canonical config bodies (defaults are left out of both)."""
+    return [redact(change) for change in compute_mapping_diff(base, head)]
+
+
+def render_diff_text(base: ConfigSide, head: ConfigSide, changes: Sequence[Change]) -> str:
+    lines = [f"base: {base.title}", f"head: {head.title}"]
+    if not changes:
+        lines.append("no difference: the two configs have the same canonical form")
+        return "\n".join(lines)
+    width = max(len(change.path) for change in changes)
+    lines += [f"  {c.path:<{width}}  {render_value(c.old)} → {render_value(c.new)}"
+              for c in changes]
+    lines.append(f"{len(changes)} difference{'s' if len(changes) != 1 else ''} "
+                 "((default) = not set, the engine's default applies)")
+    return "\n".join(lines)
+
+
+def render_diff_markdown(changes: Sequence[Change]) -> str:
+    if not changes:
+        return "No difference in the config (same canonical form)."
+    rows = ["| key | base | head |", "|---|---|---|"]
+    rows += [f"| `{c.path}` | {_cell(c.old)} | {_cell(c.new)} |" for c in changes]
+    return "\n".join(rows)
+
+
+def _cell(value: Any) -> str:
+    text = render_value(value).replace("|", "\\|")
+    return text if value in (ABSENT, HIDDEN) else f"`{text}`"

@@ -1,0 +1,256 @@
+"""The PR gate: does the head config (or run) regress against the base?
+
+Two ways in:
+
+- ``run_config_gate``: run the suite against base and head configs on the same target,
+  interleaved base, head, base, head, ... (``repeats`` of each), so drift over time hits both
+  sides alike; every run is stored like any other.
+- ``compare_stored_runs``: compare runs already in the store (``--base-run`` / ``--head-run``).
+
+Either way the comparison is ``tracker.analysis.compare_samples`` per workload and metric: the
+gate shows its ``Verdict`` and decides nothing itself. Exit codes: 0 pass, 1 regression,
+2 usage or config error, 3 could not measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker.analysis import Change, Verdict, compare_samples
+from tracker.analysis.compare import DEFAULT_MIN_EFFECT
+from tracker.cli.progress import ProgressPrinter
+from tracker.errors import UsageError
+from tracker.gate.config_refs import ConfigSide, compute_config_diff
+from tracker.inputs.suites import LoadedSuite
+from tracker.jobs.execute import execute_suite
+from tracker.metrics import REGISTRY, Direction
+from tracker.results import RequestRecord, RunResult, RunStatus, WorkloadResult
+from tracker.store.runs import fetch_run
+
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+EXIT_NOT_MEASURED = 3
+
+
+class GateOutcome(StrEnum):
+    PASS = "pass"
+    REGRESSION = "regression"
+    NOT_MEASURED = "not_measured"
+
+
+@dataclass(frozen=True, slots=True)
+class GateMetric:
+    """A metric the gate compares: per-request latencies by a statistic, or a per-run value."""
+
+    name: str  # the registry name, e.g. ttft_median_s
+    label: str  # for people, e.g. "TTFT median"
+    statistic: str
+    request_value: Callable[[RequestRecord], float | None] | None = None
+    run_value: Callable[[WorkloadResult], float | None] | None = None
+
+
+def _latency(key: str) -> Callable[[RequestRecord], float | None]:
+    def value(record: RequestRecord) -> float | None:
+        result: float | None = getattr(record, f"{key}_s")
+        return result
+    return value
+
+
+GATE_METRICS: tuple[GateMetric, ...] = (
+    *(GateMetric(f"{key}_{stat}_s", f"{key.upper()} {stat}", stat, request_value=_latency(key))
+      for key in ("ttft", "tpot", "e2el") for stat in ("median", "p99")),
+    GateMetric("request_throughput_per_s", "request throughput", "mean",
+               run_value=lambda w: w.summary.request_throughput_per_s),
+    GateMetric("output_throughput_tokens_per_s", "output throughput", "mean",
+               run_value=lambda w: w.summary.output_throughput_tokens_per_s),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GateOptions:
+    min_effect: Mapping[str, float] = field(default_factory=dict)  # metric name -> fraction
+    confidence: float = 0.95
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GateRow:
+    workload: str
+    metric: str  # registry name
+    label: str
+    unit: str
+    verdict: Verdict | None  # None: not measured on one side
+    note: str | None = None  # why it was not measured
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    outcome: GateOutcome
+    exit_code: int
+    base_label: str
+    head_label: str
+    suite: str  # name@version
+    base_run_ids: tuple[int, ...]
+    head_run_ids: tuple[int, ...]
+    simulated: bool
+    config_changes: tuple[Change, ...]
+    rows: tuple[GateRow, ...]
+    problems: tuple[str, ...]  # runs or workloads that could not be measured
+    interleaved: bool
+
+
+# --- comparing runs (pure) -------------------------------------------------------------------
+
+
+def _workload(run: RunResult, name: str) -> WorkloadResult | None:
+    return next((w for w in run.workloads if w.name == name), None)
+
+
+def _samples(metric: GateMetric, workloads: Sequence[WorkloadResult]) -> list[list[float]]:
+    runs: list[list[float]] = []
+    for workload in workloads:
+        if metric.request_value is not None:
+            values = [metric.request_value(r) for r in workload.records if r.ok]
+            runs.append([v for v in values if v is not None])
+        elif metric.run_value is not None:
+            value = metric.run_value(workload)
+            runs.append([] if value is None else [value])
+    return [run for run in runs if run]
+
+
+def _min_effect(metric: GateMetric, options: GateOptions) -> float:
+    if metric.name in options.min_effect:
+        return options.min_effect[metric.name]
+    return DEFAULT_MIN_EFFECT[metric.statistic]
+
+
+def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
+                      options: GateOptions) -> list[GateRow]:
+    """One row per workload (in suite order) and gate metric."""
+    names = [w.name for w in base_runs[0].workloads] if base_runs else []
+    names += [w.name for run in head_runs for w in run.workloads if w.name not in names]
+    rows: list[GateRow] = []
+    for name in names:
+        base = [w for w in (_workload(run, name) for run in base_runs) if w is not None]
+        head = [w for w in (_workload(run, name) for run in head_runs) if w is not None]
+        for metric in GATE_METRICS:
+            rows.append(_row(name, metric, base, head, options))
+    return rows
+
+
+def _row(name: str, metric: GateMetric, base: Sequence[WorkloadResult],
+         head: Sequence[WorkloadResult], options: GateOptions) -> GateRow:
+    registered = REGISTRY[metric.name]
+    bound = _client_bound_note(base, head)
+    if bound is not None:
+        return GateRow(name, metric.name, metric.label, registered.unit, None, bound)
+    base_samples, head_samples = _samples(metric, base), _samples(metric, head)
+    if not base_samples or not head_samples:
+        side = "base" if not base_samples else "head"
+        return GateRow(name, metric.name, metric.label, registered.unit, None,
+                       f"not measured in the {side} run(s)")
+    verdict = compare_samples(
+        base_samples, head_samples,
+        lower_is_better=registered.direction is Direction.LOWER_IS_BETTER,
+        statistic=metric.statistic, min_effect=_min_effect(metric, options),
+        confidence=options.confidence, seed=options.seed)
+    return GateRow(name, metric.name, metric.label, registered.unit, verdict)
+
+
+def _client_bound_note(base: Sequence[WorkloadResult],
+                       head: Sequence[WorkloadResult]) -> str | None:
+    """A client-bound workload measured the load generator, not the server: never compared."""
+    for side, workloads in (("base", base), ("head", head)):
+        bound = [w for w in workloads if w.client_bound]
+        if bound:
+            client = bound[0].summary.client
+            why = f" ({client.reason})" if client is not None and client.reason else ""
+            return (f"client-bound in the {side} run(s){why}: the load generator, not the "
+                    "server, set the pace; rerun with fewer streams or a lower rate")
+    return None
+
+
+def _problems(runs: Sequence[RunResult], side: str) -> list[str]:
+    problems: list[str] = []
+    for run in runs:
+        if run.status is not RunStatus.COMPLETED:
+            reason = f": {run.status_reason}" if run.status_reason else ""
+            problems.append(f"{side} run {run.run_id} is {run.status.value}{reason}")
+    return problems
+
+
+def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateOutcome, int]:
+    """Regression if any verdict says so; could not measure if a run failed or nothing was
+    compared; otherwise pass (inconclusive rows pass, with their hint shown)."""
+    if any(row.verdict is not None and row.verdict.regressed for row in rows):
+        return GateOutcome.REGRESSION, EXIT_REGRESSION
+    if problems or not any(row.verdict is not None for row in rows):
+        return GateOutcome.NOT_MEASURED, EXIT_NOT_MEASURED
+    return GateOutcome.PASS, EXIT_PASS
+
+
+def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
+                      labels: tuple[str, str], config_changes: Sequence[Change],
+                      options: GateOptions, *, interleaved: bool) -> GateResult:
+    suites = {(run.suite.name, run.suite.version) for run in (*base_runs, *head_runs)}
+    if len(suites) > 1:
+        found = ", ".join(sorted(f"{name}@{version[:12]}" for name, version in suites))
+        raise UsageError(f"the runs used different suites ({found}); only like is compared with "
+                         "like: pick runs of one suite version")
+    rows = compute_gate_rows(base_runs, head_runs, options)
+    problems = [*_problems(base_runs, "base"), *_problems(head_runs, "head")]
+    problems += [f"{row.workload}: {row.note}" for row in rows
+                 if row.verdict is None and row.metric == GATE_METRICS[0].name]
+    outcome, code = decide_gate(rows, problems)
+    name, version = next(iter(suites))
+    return GateResult(
+        outcome=outcome, exit_code=code, base_label=labels[0], head_label=labels[1],
+        suite=f"{name}@{version[:12]}", base_run_ids=tuple(r.run_id for r in base_runs),
+        head_run_ids=tuple(r.run_id for r in head_runs),
+        simulated=any(r.simulated for r in (*base_runs, *head_runs)),
+        config_changes=tuple(config_changes), rows=tuple(rows), problems=tuple(problems),
+        interleaved=interleaved,
+    )
+
+
+# --- the two ways in -------------------------------------------------------------------------
+
+
+def run_config_gate(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
+                    repeats: int, options: GateOptions, *, quiet: bool = True) -> GateResult:
+    """Run base and head interleaved (ABAB...), ``repeats`` runs each, and compare them."""
+    if repeats < 1:
+        raise UsageError(f"--repeats: must be >= 1 (got {repeats})")
+    base_runs: list[RunResult] = []
+    head_runs: list[RunResult] = []
+    for repeat in range(repeats):
+        for side, config, runs in (("base", base, base_runs), ("head", head, head_runs)):
+            label = f"{side} {repeat + 1}/{repeats} "
+            progress = None if quiet else ProgressPrinter(label=label)
+            runs.append(execute_suite(engine, config.loaded, suite, progress))
+    changes = compute_config_diff(base.loaded.canonical, head.loaded.canonical)
+    return build_gate_result(base_runs, head_runs, (base.title, head.title), changes, options,
+                             interleaved=True)
+
+
+def compare_stored_runs(engine: Engine, base_ids: Sequence[int], head_ids: Sequence[int],
+                        options: GateOptions) -> GateResult:
+    """Compare stored runs: each side may list several runs (repeats of one config)."""
+    with Session(engine) as session:
+        base_runs = [fetch_run(session, run_id) for run_id in base_ids]
+        head_runs = [fetch_run(session, run_id) for run_id in head_ids]
+    changes = compute_config_diff(base_runs[0].config_body, head_runs[0].config_body)
+    labels = tuple(_runs_label(runs) for runs in (base_runs, head_runs))
+    return build_gate_result(base_runs, head_runs, (labels[0], labels[1]), changes, options,
+                             interleaved=False)
+
+
+def _runs_label(runs: Sequence[RunResult]) -> str:
+    configs = sorted({f"{r.config.name}@{r.config.version[:12]}" for r in runs})
+    ids = ", ".join(str(r.run_id) for r in runs)
+    return f"run{'s' if len(runs) > 1 else ''} {ids} ({', '.join(configs)})"

@@ -1,0 +1,240 @@
+"""Baseline suites: named, fixed workloads whose prompts are generated from a seed.
+
+A suite's version is the sha256 of its canonical form and of the digest of every prompt it
+generates, so two runs with the same suite version sent byte-identical requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
+
+from tracker.inputs.configs import NAME_PATTERN
+from tracker.inputs.prompts import derive_seed, generate_words
+from tracker.inputs.yamlfile import read_yaml_mapping, validate_model
+from tracker.quality.set_files import load_quality_set
+from tracker.quality.sets import QualitySet
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SyntheticPrompts(_Strict):
+    """Seeded prompts of ``input_tokens`` words each, unique per request."""
+
+    source: Literal["synthetic"]
+    input_tokens: PositiveInt
+    system_prompt_tokens: NonNegativeInt = 0  # a fixed system prompt shared by every request
+
+
+class FixedPrompt(_Strict):
+    """One prompt sent by every request (the hand-written load script's shape)."""
+
+    source: Literal["fixed"]
+    text: str = Field(min_length=1)
+    system_prompt: str | None = None
+
+
+PromptSource = Annotated[SyntheticPrompts | FixedPrompt, Field(discriminator="source")]
+
+
+class Slos(_Strict):
+    """Service-level objectives in milliseconds (``vllm bench serve --goodput`` keys)."""
+
+    ttft_ms: PositiveFloat | None = None
+    tpot_ms: PositiveFloat | None = None
+    e2el_ms: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> Slos:
+        if self.ttft_ms is None and self.tpot_ms is None and self.e2el_ms is None:
+            raise ValueError("give at least one of ttft_ms, tpot_ms, e2el_ms")
+        return self
+
+
+class Stage(_Strict):
+    """One step of a staged workload: closed loop at ``concurrency`` or open loop at a rate."""
+
+    concurrency: PositiveInt | None = None
+    request_rate: PositiveFloat | None = None  # requests per second, planned (open loop)
+    burstiness: PositiveFloat = 1.0  # gamma shape of the gaps; 1 = Poisson
+    max_concurrency: PositiveInt | None = None  # open loop: the most requests in flight
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Stage:
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise ValueError("give exactly one of concurrency (closed loop) or request_rate "
+                             "(open loop)")
+        if self.concurrency is not None and (self.max_concurrency is not None
+                                             or self.burstiness != 1.0):
+            raise ValueError("burstiness and max_concurrency apply to request_rate only")
+        return self
+
+
+class Sweep(_Strict):
+    """Find the highest request rate that meets the workload's ``slos`` (capacity at SLO)."""
+
+    start_rate: PositiveFloat = 1.0
+    max_rate: PositiveFloat | None = None
+    rates: list[PositiveFloat] | None = Field(default=None, min_length=1)  # fixed ladder
+    refine_steps: NonNegativeInt = 3
+    max_probes: PositiveInt = 12
+    min_attainment: float = Field(default=0.95, gt=0.0, le=1.0)  # share meeting every SLO
+    burstiness: PositiveFloat = 1.0
+    max_concurrency: PositiveInt | None = None
+
+
+class Workload(_Strict):
+    """One workload; its load shape is exactly one of concurrency, request_rate, stages, sweep."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    prompts: PromptSource
+    endpoint_type: Literal["chat", "completions", "messages"] = "chat"  # messages: Anthropic API
+    max_tokens: PositiveInt
+    ignore_eos: bool = False  # sent only to targets that support it (vLLM, the simulator)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    concurrency: PositiveInt | None = None  # closed loop
+    request_rate: PositiveFloat | None = None  # open loop, requests per second
+    burstiness: PositiveFloat = 1.0
+    max_concurrency: PositiveInt | None = None
+    stages: list[Stage] | None = Field(default=None, min_length=1)  # run in order
+    sweep: Sweep | None = None
+    slos: Slos | None = None  # goodput for any shape; required by sweep
+    num_requests: PositiveInt  # per stage and per sweep probe
+    warmup_requests: NonNegativeInt = 0  # run first at the first shape; not measured
+    request_timeout_s: PositiveFloat = 600.0
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Workload:
+        shapes = [k for k in ("concurrency", "request_rate", "stages", "sweep")
+                  if getattr(self, k) is not None]
+        if len(shapes) != 1:
+            raise ValueError("give exactly one load shape: concurrency, request_rate, stages "
+                             f"or sweep (got {', '.join(shapes) or 'none'})")
+        if self.request_rate is None and (self.burstiness != 1.0
+                                          or self.max_concurrency is not None):
+            raise ValueError("burstiness and max_concurrency apply to request_rate only "
+                             "(stages and sweep have their own)")
+        if self.sweep is not None and self.slos is None:
+            raise ValueError("a sweep needs slos (e.g. slos: {ttft_ms: 500, tpot_ms: 50})")
+        if self.stages is not None:
+            labels = [stage.model_dump_json() for stage in self.stages]
+            if len(set(labels)) != len(labels):
+                raise ValueError("two stages have the same shape; each stage must differ")
+        return self
+
+
+class QualityBlock(_Strict):
+    """A fixed quality set asked at temperature 0 after the workloads (tracker.quality)."""
+
+    path: str = Field(min_length=1)  # a JSONL file, relative to the suite file
+    max_tokens: PositiveInt = 32
+    concurrency: PositiveInt = 8
+    request_timeout_s: PositiveFloat = 60.0
+
+
+class TelemetryBlock(_Strict):
+    """How often GPU and server telemetry are sampled while each workload runs."""
+
+    gpu_sample_hz: float = Field(default=10.0, gt=0, le=1000)
+    server_scrape_interval_s: float = Field(default=0.5, ge=0.01, le=3600)
+
+
+class Suite(_Strict):
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    seed: int = 0
+    workloads: list[Workload] = Field(min_length=1)
+    quality: QualityBlock | None = None
+    telemetry: TelemetryBlock | None = None
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Suite:
+        seen: set[str] = set()
+        for workload in self.workloads:
+            if workload.name in seen:
+                raise ValueError(f"workload name {workload.name!r} is used twice; names must differ")
+            seen.add(workload.name)
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPrompts:
+    system: str | None
+    users: tuple[str, ...]  # warm-up prompts first, then one per measured request
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSuite:
+    suite: Suite
+    version: str  # sha256 of the canonical form and the prompts digest
+    canonical: Mapping[str, Any]
+    prompts_digest: str
+    prompts: Mapping[str, WorkloadPrompts]
+    path: str
+    quality: QualitySet | None = None  # the loaded quality.path; its version is in ``version``
+
+    @property
+    def short_version(self) -> str:
+        return self.version[:12]
+
+
+def generate_workload_prompts(seed: int, workload: Workload) -> WorkloadPrompts:
+    total = workload.warmup_requests + workload.num_requests
+    source = workload.prompts
+    if isinstance(source, FixedPrompt):
+        return WorkloadPrompts(source.system_prompt, (source.text,) * total)
+    system = None
+    if source.system_prompt_tokens:
+        system = generate_words(derive_seed(seed, "system", source.system_prompt_tokens),
+                                source.system_prompt_tokens)
+    users = tuple(
+        generate_words(derive_seed(seed, workload.name, "user", i), source.input_tokens)
+        for i in range(total)
+    )
+    return WorkloadPrompts(system, users)
+
+
+def compute_prompts_digest(prompts: Mapping[str, WorkloadPrompts]) -> str:
+    digest = hashlib.sha256()
+    for name, item in prompts.items():
+        digest.update(name.encode("utf-8") + b"\x00")
+        digest.update((item.system or "").encode("utf-8") + b"\x00")
+        for user in item.users:
+            digest.update(user.encode("utf-8") + b"\x00")
+    return digest.hexdigest()
+
+
+def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = None) -> LoadedSuite:
+    canonical = suite.model_dump(mode="json", exclude_defaults=True, exclude={"description"})
+    canonical["name"] = suite.name
+    prompts = {w.name: generate_workload_prompts(suite.seed, w) for w in suite.workloads}
+    prompts_digest = compute_prompts_digest(prompts)
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if quality is not None:  # a changed quality set is a changed suite
+        text = f"{text}\nquality:{quality.version}"
+    version = hashlib.sha256(f"{text}\n{prompts_digest}".encode()).hexdigest()
+    return LoadedSuite(suite, version, canonical, prompts_digest, prompts, path, quality)
+
+
+def load_suite(path: str | Path) -> LoadedSuite:
+    file = Path(path)
+    data, lines = read_yaml_mapping(file, "suite")
+    suite = validate_model(Suite, data, file, lines)
+    quality = load_quality_set(file.parent / suite.quality.path) if suite.quality else None
+    return build_loaded_suite(suite, str(file), quality)

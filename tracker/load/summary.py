@@ -1,0 +1,100 @@
+"""Per-workload summaries from request records (pure; vLLM ``bench serve`` semantics).
+
+Percentiles interpolate linearly between order statistics (numpy's default) and the standard
+deviation is the population one (``ddof=0``), as ``vllm bench serve`` computes them, so numbers
+can be compared with it. Only successful requests enter latency statistics and token totals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from tracker.load.slo import Slo, compute_goodput
+from tracker.results import ClientHealth, LatencyStats, RequestRecord, TokenSource, WorkloadSummary
+
+
+def compute_percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) of already sorted values, linear interpolation."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    position = (len(sorted_values) - 1) * q / 100.0
+    low = math.floor(position)
+    high = math.ceil(position)
+    fraction = position - low
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
+
+
+def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
+    data = sorted(values)
+    if not data:
+        return None
+    count = len(data)
+    mean = math.fsum(data) / count
+    variance = math.fsum((v - mean) ** 2 for v in data) / count
+    return LatencyStats(
+        count=count,
+        mean_s=mean,
+        median_s=compute_percentile(data, 50),
+        std_s=math.sqrt(variance),
+        p90_s=compute_percentile(data, 90),
+        p99_s=compute_percentile(data, 99),
+    )
+
+
+def compute_token_source(sources: Iterable[TokenSource | None]) -> TokenSource | None:
+    seen = {s for s in sources if s is not None}
+    if not seen:
+        return None
+    if len(seen) == 1:
+        return seen.pop()
+    return TokenSource.MIXED
+
+
+def _per_second(amount: float, duration_s: float) -> float | None:
+    return amount / duration_s if duration_s > 0 else None
+
+
+def compute_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
+    """Successful requests whose server usage differs from the content chunks received; None
+    when no request had both counts (a server without usage)."""
+    both = [r for r in records if r.ok and r.output_tokens_source is TokenSource.USAGE
+            and r.output_chunks is not None]
+    if not both:
+        return None
+    return sum(1 for r in both if r.output_chunks != r.output_tokens)
+
+
+def compute_workload_summary(records: Sequence[RequestRecord], duration_s: float, *,
+                             slo: Slo | None = None,
+                             client: ClientHealth | None = None) -> WorkloadSummary:
+    ok = [r for r in records if r.ok]
+    input_tokens = sum(r.input_tokens or 0 for r in ok)
+    output_tokens = sum(r.output_tokens or 0 for r in ok)
+    goodput, attainment = compute_goodput(records, slo, duration_s) if slo else (None, None)
+    return WorkloadSummary(
+        completed=len(ok),
+        failed=len(records) - len(ok),
+        duration_s=duration_s,
+        total_input_tokens=input_tokens,
+        total_output_tokens=output_tokens,
+        request_throughput_per_s=_per_second(len(ok), duration_s),
+        output_throughput_tokens_per_s=_per_second(output_tokens, duration_s),
+        total_token_throughput_tokens_per_s=_per_second(input_tokens + output_tokens, duration_s),
+        ttft=compute_latency_stats(r.ttft_s for r in ok if r.ttft_s is not None),
+        tpot=compute_latency_stats(t for r in ok if (t := r.tpot_s) is not None),
+        itl=compute_latency_stats(gap for r in ok for gap in r.itl_s),
+        e2el=compute_latency_stats(r.e2el_s for r in ok if r.e2el_s is not None),
+        output_tokens_source=compute_token_source(r.output_tokens_source for r in ok),
+        input_tokens_source=compute_token_source(r.input_tokens_source for r in ok),
+        errors=dict(Counter(r.error_class for r in records if r.error_class is not None)),
+        scheduled_ttft=compute_latency_stats(
+            t for r in ok if (t := r.scheduled_ttft_s) is not None),
+        scheduled_e2el=compute_latency_stats(
+            t for r in ok if (t := r.scheduled_e2el_s) is not None),
+        goodput_req_per_s=goodput,
+        slo_attainment=attainment,
+        token_count_mismatches=compute_token_count_mismatches(records),
+        client=client,
+    )

@@ -1,0 +1,174 @@
+"""Render a gate result: Markdown for a PR comment, JUnit XML for CI, and a JSON verdict.
+
+An edge: seconds become milliseconds here. The verdicts are ``tracker.analysis``'s, shown as is.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from tracker.analysis import Outcome, Verdict
+from tracker.gate.config_refs import render_diff_markdown
+from tracker.gate.gating import GateOutcome, GateResult, GateRow
+from tracker.redaction import escape_markdown
+
+JSON_SCHEMA = "tracker.gate.gating/1"
+SYMBOLS = {
+    Outcome.REGRESSION: "❌ regression",
+    Outcome.IMPROVEMENT: "✅ improvement",
+    Outcome.NO_CHANGE: "🟰 no change",
+    Outcome.INCONCLUSIVE: "❔ inconclusive",
+}
+HEADLINES = {
+    GateOutcome.PASS: "✅ pass",
+    GateOutcome.REGRESSION: "❌ regression",
+    GateOutcome.NOT_MEASURED: "⚠️ could not measure",
+}
+
+
+def render_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "s":
+        return f"{value * 1000.0:.2f} ms"
+    return f"{value:.2f} {unit}"
+
+
+def render_change(verdict: Verdict) -> str:
+    if verdict.rel_change is None or verdict.ci is None:
+        return "-"
+    low, high = verdict.ci
+    return f"{verdict.rel_change:+.1%} [{low:+.1%}, {high:+.1%}]"
+
+
+def render_verdict(verdict: Verdict) -> str:
+    text = SYMBOLS[verdict.outcome]
+    if verdict.outcome is Outcome.INCONCLUSIVE and verdict.runs_needed is not None:
+        text += f" (~{verdict.runs_needed} runs/side)"
+    return text
+
+
+def _table_row(row: GateRow) -> str:
+    if row.verdict is None:
+        cells = [escape_markdown(row.workload), row.label, "-", "-", "-",
+                 f"⚠️ {escape_markdown(row.note or '')}"]
+    else:
+        v = row.verdict
+        cells = [escape_markdown(row.workload), row.label, render_value(v.base_value, row.unit),
+                 render_value(v.head_value, row.unit), render_change(v), render_verdict(v)]
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def render_gate_markdown(result: GateResult) -> str:
+    order = "interleaved base/head" if result.interleaved else "stored runs"
+    runs = (f"base runs {', '.join(map(str, result.base_run_ids))} · head runs "
+            f"{', '.join(map(str, result.head_run_ids))} ({order})")
+    lines = [
+        f"## tracker gate: {HEADLINES[result.outcome]}",
+        "",
+        f"**base** {escape_markdown(result.base_label)} · **head** "
+        f"{escape_markdown(result.head_label)}  ",
+        f"suite {escape_markdown(result.suite)} · {runs}" + (" · simulated" if result.simulated
+                                                             else ""),
+        "",
+        "### Config diff",
+        "",
+        render_diff_markdown(result.config_changes),
+        "",
+        "### Results",
+        "",
+        "| workload | metric | base | head | change [interval] | verdict |",
+        "|---|---|---|---|---|---|",
+        *(_table_row(row) for row in result.rows),
+        "",
+    ]
+    if result.problems:
+        lines += ["**Could not measure:**", "", *(f"- {escape_markdown(p)}" for p in result.problems),
+                  ""]
+    lines += [_legend(result), ""]
+    return "\n".join(lines)
+
+
+def _legend(result: GateResult) -> str:
+    verdicts = [row.verdict for row in result.rows if row.verdict is not None]
+    confidence = verdicts[0].confidence if verdicts else 0.95
+    return (f"<sub>change = head vs base with its {confidence:.0%} interval; latencies per "
+            "request (median: Mann-Whitney U and Hodges-Lehmann, or a bootstrap over runs; p99: "
+            "bootstrap), throughput per run (Welch t). A regression is significant and at least "
+            "the metric's minimum effect; ❔ needs about the runs shown per side to decide.</sub>")
+
+
+def render_gate_junit(result: GateResult) -> str:
+    suite = ET.Element("testsuite", name="tracker gate", tests=str(len(result.rows)))
+    failures = skipped = 0
+    for row in result.rows:
+        case = ET.SubElement(suite, "testcase", classname=f"tracker.gate.gating.{row.workload}",
+                             name=row.metric)
+        if row.verdict is None:
+            ET.SubElement(case, "skipped", message=row.note or "not measured")
+            skipped += 1
+            continue
+        if row.verdict.regressed:
+            failure = ET.SubElement(case, "failure", message=row.verdict.reason, type="regression")
+            failure.text = f"{row.label}: {render_change(row.verdict)}"
+            failures += 1
+        elif row.verdict.outcome is Outcome.INCONCLUSIVE:
+            ET.SubElement(case, "skipped", message=row.verdict.reason)
+            skipped += 1
+        ET.SubElement(case, "system-out").text = row.verdict.reason
+    if result.problems:
+        errors = ET.SubElement(suite, "system-err")
+        errors.text = "\n".join(result.problems)
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    suite.set("errors", "1" if result.outcome is GateOutcome.NOT_MEASURED else "0")
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "outcome": verdict.outcome.value,
+        "regressed": verdict.regressed,
+        "improved": verdict.improved,
+        "statistic": verdict.statistic,
+        "lower_is_better": verdict.lower_is_better,
+        "base": verdict.base_value,
+        "head": verdict.head_value,
+        "rel_change": verdict.rel_change,
+        "ci": list(verdict.ci) if verdict.ci is not None else None,
+        "confidence": verdict.confidence,
+        "p_value": verdict.p_value,
+        "min_effect": verdict.min_effect,
+        "base_count": verdict.base_count,
+        "head_count": verdict.head_count,
+        "base_runs": verdict.base_runs,
+        "head_runs": verdict.head_runs,
+        "runs_needed": verdict.runs_needed,
+        "method": verdict.method,
+        "reason": verdict.reason,
+    }
+
+
+def render_gate_json(result: GateResult) -> dict[str, Any]:
+    """The JSON verdict; values in the metric's SI unit (seconds, req/s, tokens/s)."""
+    return {
+        "schema": JSON_SCHEMA,
+        "outcome": result.outcome.value,
+        "exit_code": result.exit_code,
+        "base": {"label": result.base_label, "run_ids": list(result.base_run_ids)},
+        "head": {"label": result.head_label, "run_ids": list(result.head_run_ids)},
+        "suite": result.suite,
+        "simulated": result.simulated,
+        "interleaved": result.interleaved,
+        "config_diff": [{"path": c.path, "old": c.old, "new": c.new}
+                        for c in result.config_changes],
+        "problems": list(result.problems),
+        "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
+                  "note": row.note,
+                  "verdict": None if row.verdict is None else _verdict_json(row.verdict)}
+                 for row in result.rows],
+    }

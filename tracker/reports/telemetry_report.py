@@ -1,0 +1,145 @@
+"""Telemetry, fingerprint and quality for people and programs (the edge: JSON and text lines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracker.results import (
+    GpuDeviceSummary,
+    GpuTelemetry,
+    QualityResult,
+    RunResult,
+    ServerTelemetry,
+)
+from tracker.telemetry.server_metrics import merge_summaries
+
+GIB = 1024**3
+NOT_RUN = "telemetry was not collected for this run"
+
+
+def _device_json(device: GpuDeviceSummary) -> dict[str, Any]:
+    return {
+        "index": device.gpu_index, "name": device.name,
+        "memory_total_bytes": device.memory_total_bytes, "samples": device.samples,
+        "memory_peak_bytes": device.memory_used_peak_bytes,
+        "memory_mean_bytes": device.memory_used_mean_bytes,
+        "util_mean_pct": device.gpu_util_mean_pct, "util_peak_pct": device.gpu_util_peak_pct,
+        "power_mean_w": device.power_mean_w, "power_peak_w": device.power_peak_w,
+        "sm_clock_mean_mhz": device.sm_clock_mean_mhz,
+        "temperature_peak_c": device.temperature_peak_c,
+        "throttle_reasons": list(device.throttle_reasons),
+    }
+
+
+def render_gpu_json(gpu: GpuTelemetry | None) -> dict[str, Any]:
+    if gpu is None:
+        return {"measured": False, "reason": NOT_RUN}
+    if not gpu.measured:
+        return {"measured": False, "reason": gpu.reason}
+    return {
+        "measured": True, "sample_hz": gpu.sample_hz, "samples": len(gpu.samples),
+        "gpu_memory_peak_bytes": gpu.memory_peak_bytes, "gpu_util_mean": gpu.gpu_util_mean_pct,
+        "power_mean_w": gpu.power_mean_w, "devices": [_device_json(d) for d in gpu.devices],
+    }
+
+
+def render_server_json(server: ServerTelemetry | None) -> dict[str, Any]:
+    if server is None:
+        return {"measured": False, "reason": NOT_RUN}
+    if not server.measured:
+        return {"measured": False, "reason": server.reason}
+    return {"measured": True, "scrapes": server.scrapes, **dict(server.values)}
+
+
+def _run_gpu_json(run: RunResult) -> dict[str, Any]:
+    gpus = [w.gpu for w in run.workloads if w.gpu is not None]
+    measured = [g for g in gpus if g.measured]
+    if not measured:
+        reason = next((g.reason for g in gpus if g.reason), NOT_RUN)
+        return {"measured": False, "reason": reason}
+    peaks = [g.memory_peak_bytes for g in measured if g.memory_peak_bytes is not None]
+    utils = [g.gpu_util_mean_pct for g in measured if g.gpu_util_mean_pct is not None]
+    powers = [g.power_mean_w for g in measured if g.power_mean_w is not None]
+    devices = {d.gpu_index: d.name for g in measured for d in g.devices}
+    return {
+        "measured": True,
+        "gpu_memory_peak_bytes": max(peaks) if peaks else None,
+        "gpu_util_mean": sum(utils) / len(utils) if utils else None,
+        "power_mean_w": sum(powers) / len(powers) if powers else None,
+        "devices": [{"index": i, "name": name} for i, name in sorted(devices.items())],
+    }
+
+
+def _run_server_json(run: RunResult) -> dict[str, Any]:
+    servers = [w.server for w in run.workloads if w.server is not None]
+    if not any(s.measured for s in servers):
+        reason = next((s.reason for s in servers if s.reason), NOT_RUN)
+        return {"measured": False, "reason": reason}
+    return {"measured": True, **merge_summaries(servers)}
+
+
+def render_run_telemetry_json(run: RunResult) -> dict[str, Any]:
+    return {"gpu": _run_gpu_json(run), "server": _run_server_json(run)}
+
+
+def render_quality_json(quality: QualityResult | None) -> dict[str, Any] | None:
+    if quality is None:
+        return None
+    ci = None
+    if quality.accuracy_ci_low is not None and quality.accuracy_ci_high is not None:
+        ci = [quality.accuracy_ci_low, quality.accuracy_ci_high]
+    return {
+        "set": {"name": quality.set_name, "version": quality.set_version},
+        "accuracy": quality.accuracy, "accuracy_ci": ci,
+        "answered": quality.answered, "correct": quality.correct,
+        "drift": quality.drift, "drift_baseline_run_id": quality.drift_baseline_run_id,
+        "drift_compared": quality.drift_compared,
+        "items": [{"id": i.item_id, "scorer": i.scorer, "output": i.output, "score": i.score,
+                   "changed": i.changed, "error": i.error} for i in quality.items],
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _gpu_line(run: RunResult) -> str:
+    gpu = _run_gpu_json(run)
+    if not gpu["measured"]:
+        return f"gpu: not measured ({gpu['reason']})"
+    peak = gpu["gpu_memory_peak_bytes"]
+    util, power = gpu["gpu_util_mean"], gpu["power_mean_w"]
+    return (f"gpu: {', '.join(str(d['name']) for d in gpu['devices'])}; memory peak "
+            f"{'-' if peak is None else f'{peak / GIB:.2f} GiB'}, util mean "
+            f"{'-' if util is None else f'{util:.0f}%'}, power mean "
+            f"{'-' if power is None else f'{power:.0f} W'}")
+
+
+def _server_line(run: RunResult) -> str:
+    server = _run_server_json(run)
+    if not server["measured"]:
+        return f"server: not measured ({server['reason']})"
+    preemptions = server.get("num_preemptions")
+    return (f"server: kv-cache peak {_pct(server.get('kv_cache_usage_peak'))}, preemptions "
+            f"{'-' if preemptions is None else int(preemptions)}, prefix-cache hit rate "
+            f"{_pct(server.get('prefix_cache_hit_rate'))}")
+
+
+def _quality_line(quality: QualityResult) -> str:
+    text = f"quality ({quality.set_name}): accuracy {_pct(quality.accuracy)}"
+    if quality.accuracy_ci_low is not None and quality.accuracy_ci_high is not None:
+        text += f" [{_pct(quality.accuracy_ci_low)}, {_pct(quality.accuracy_ci_high)}]"
+    text += f" ({quality.correct}/{quality.answered} answered right"
+    unanswered = len(quality.items) - quality.answered
+    text += f", {unanswered} not answered)" if unanswered else ")"
+    if quality.drift is None:
+        return text + "; drift: no earlier run of this suite and config to compare with"
+    return (text + f"; drift {_pct(quality.drift)} of {quality.drift_compared} answers changed "
+            f"since run {quality.drift_baseline_run_id}")
+
+
+def render_telemetry_lines(run: RunResult) -> list[str]:
+    lines = [_gpu_line(run), _server_line(run)]
+    if run.quality is not None:
+        lines.append(_quality_line(run.quality))
+    return lines

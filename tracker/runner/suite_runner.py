@@ -1,0 +1,196 @@
+"""Run a suite against a serving config: target up, workloads in order, results to a sink.
+
+The runner measures; it does not know about databases. Each finished workload goes to the sink
+at once, so whatever was measured survives an interrupt or a target that dies mid-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Protocol
+
+from tracker.errors import TrackerError
+from tracker.inputs.configs import LoadedConfig
+from tracker.inputs.suites import LoadedSuite, Workload
+from tracker.load.bodies import build_request_specs
+from tracker.load.generator import LoadGenerator, RequestSpec
+from tracker.load.phases import Phase, WorkloadPhases, build_plan, compute_phase_result
+from tracker.quality.accuracy import compute_quality_result
+from tracker.quality.asking import run_quality_set
+from tracker.results import QualityResult, RunStatus, WorkloadResult
+from tracker.runner.environment import collect_environment
+from tracker.targets.resolve import SIM_ENGINE, TargetHandle, open_target
+from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
+from tracker.telemetry.workload import WorkloadTelemetry
+
+
+class RunSink(Protocol):
+    def begin(self, *, started_at: datetime, simulated: bool,
+              environment: dict[str, object]) -> int: ...
+
+    def save_workload(self, position: int, result: WorkloadResult) -> None: ...
+
+    def save_quality(self, result: QualityResult) -> None: ...
+
+    def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None: ...
+
+
+class Progress(Protocol):
+    def workload_started(self, name: str, position: int, count: int, requests: int) -> None: ...
+
+    def request_done(self, done: int, total: int) -> None: ...
+
+    def workload_finished(self, result: WorkloadResult) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    run_id: int
+    status: RunStatus
+    reason: str | None
+
+
+def compute_run_status(results: list[WorkloadResult], planned: int,
+                       interrupted: bool) -> tuple[RunStatus, str | None]:
+    """completed: every workload ran and measured something; failed: nothing was measured."""
+    measured = [r for r in results if r.summary.completed > 0]
+    if not measured:
+        reason = "interrupted before any request completed" if interrupted else _why_empty(results)
+        return RunStatus.FAILED, reason
+    if interrupted:
+        return RunStatus.PARTIAL, f"interrupted after {len(results)} of {planned} workloads"
+    empty = [r.name for r in results if r.summary.completed == 0]
+    if empty or len(results) < planned:
+        return RunStatus.PARTIAL, f"no request completed in: {', '.join(empty)}; {_why_empty(results)}"
+    return RunStatus.COMPLETED, None
+
+
+def _why_empty(results: list[WorkloadResult]) -> str:
+    for result in results:
+        failures = [r for r in result.records if r.error_class is not None]
+        if result.summary.completed == 0 and failures:
+            first = failures[0]
+            return (f"all {len(failures)} requests of {result.name} failed; "
+                    f"first: {first.error_class}: {first.error}")
+    return "no workload produced a measurement"
+
+
+class SuiteRunner:
+    def __init__(self, config: LoadedConfig, suite: LoadedSuite, sink: RunSink,
+                 progress: Progress | None = None,
+                 telemetry: TelemetrySettings | None = None) -> None:
+        self.config = config
+        self.suite = suite
+        self.sink = sink
+        self.progress = progress
+        self.results: list[WorkloadResult] = []
+        self.telemetry = _telemetry_settings(suite, telemetry)
+
+    async def run(self) -> RunOutcome:
+        target = self.config.config.target
+        engine = SIM_ENGINE if target.kind == "sim" else None  # the target may say more
+        environment = collect_environment(target_kind=target.kind, engine=engine,
+                                          config_path=self.config.path,
+                                          nvml=self.telemetry.nvml)
+        started_at = datetime.now(UTC)
+        run_ids: list[int] = []  # begun once the target is up (its launch facts are known)
+
+        def begin() -> int:
+            if not run_ids:
+                run_ids.append(self.sink.begin(started_at=started_at, environment=environment,
+                                               simulated=self.config.config.simulated))
+            return run_ids[0]
+
+        try:
+            async with open_target(self.config) as handle:
+                environment.update(handle.environment_facts())
+                begin()
+                await self._run_workloads(handle)
+                await self._run_quality(handle)
+        except asyncio.CancelledError:
+            begin()
+            self._finish(interrupted=True)
+            raise
+        except TrackerError as exc:
+            begin()
+            self.sink.finish(RunStatus.FAILED, str(exc), datetime.now(UTC))
+            raise
+        status, reason = self._finish(interrupted=False)
+        return RunOutcome(begin(), status, reason)
+
+    def _finish(self, *, interrupted: bool) -> tuple[RunStatus, str | None]:
+        planned = len(self.suite.suite.workloads)
+        status, reason = compute_run_status(self.results, planned, interrupted)
+        self.sink.finish(status, reason, datetime.now(UTC))
+        return status, reason
+
+    async def _run_workloads(self, handle: TargetHandle) -> None:
+        """Each workload's phases in order (one for a plain shape; stages; sweep probes)."""
+        workloads = self.suite.suite.workloads
+        for position, workload in enumerate(workloads):
+            specs = build_request_specs(
+                workload, self.suite.prompts[workload.name],
+                model=self.config.config.target.model,
+                supports_ignore_eos=handle.supports_ignore_eos)
+            phases = WorkloadPhases(workload, self.suite.suite.seed)
+            while (phase := phases.next_phase()) is not None:
+                if self.progress is not None:
+                    self.progress.workload_started(phase.name, position, len(workloads),
+                                                   workload.num_requests)
+                result = await self._run_workload(handle, workload, phase, specs)
+                phases.record(phase, result)
+                self._keep(result)
+            for result in phases.final_results():
+                self._keep(result)
+
+    def _keep(self, result: WorkloadResult) -> None:
+        self.sink.save_workload(len(self.results), result)
+        self.results.append(result)
+        if self.progress is not None:
+            self.progress.workload_finished(result)
+
+    async def _run_workload(self, handle: TargetHandle, workload: Workload, phase: Phase,
+                            specs: tuple[list[RequestSpec], list[RequestSpec]]) -> WorkloadResult:
+        plan = build_plan(workload, phase, *specs)
+        on_progress = self.progress.request_done if self.progress is not None else None
+        generator = LoadGenerator(handle.endpoint, plan, on_progress=on_progress)
+        telemetry = WorkloadTelemetry(handle.endpoint, self.telemetry,
+                                      compute_gpu_skip_reason(self.config.config.target))
+        await telemetry.start()
+        try:
+            outcome = await generator.run()
+        except asyncio.CancelledError:
+            gpu, server = await telemetry.stop(complete=False)
+            if generator.records:  # keep the cut-short workload, marked incomplete
+                partial = compute_phase_result(workload, phase, plan,
+                                               generator.outcome(complete=False))
+                partial = replace(partial, gpu=gpu, server=server)
+                self.sink.save_workload(len(self.results), partial)
+                self.results.append(partial)
+            raise
+        gpu, server = await telemetry.stop()
+        return replace(compute_phase_result(workload, phase, plan, outcome), gpu=gpu,
+                       server=server)
+
+    async def _run_quality(self, handle: TargetHandle) -> None:
+        """Ask the suite's quality set (after the timed workloads, never during them)."""
+        quality_set, block = self.suite.quality, self.suite.suite.quality
+        if quality_set is None or block is None:
+            return
+        items = await run_quality_set(
+            handle.endpoint, self.config.config.target.model, quality_set,
+            max_tokens=block.max_tokens, concurrency=block.concurrency,
+            timeout_s=block.request_timeout_s)
+        self.sink.save_quality(compute_quality_result(quality_set, items))
+
+
+def _telemetry_settings(suite: LoadedSuite, given: TelemetrySettings | None) -> TelemetrySettings:
+    """The suite's sampling rates over the given settings (which carry the NVML module)."""
+    settings = given or TelemetrySettings()
+    block = suite.suite.telemetry
+    if block is None:
+        return settings
+    return replace(settings, gpu_sample_hz=block.gpu_sample_hz,
+                   server_scrape_interval_s=block.server_scrape_interval_s)

@@ -1,0 +1,136 @@
+"""Bring a serving config to life as an endpoint the load generator can reach.
+
+- ``sim``: the embedded simulator, started in-process on 127.0.0.1 (or attached via base_url);
+- ``openai``: any OpenAI-compatible endpoint (e.g. the TaoToken gateway), the key read from the
+  named environment variable; its latencies include the network round trip, and the run says so;
+- ``vllm``: attach to a running server named by base_url (never stopped by us), or launch one
+  with ``tracker.targets.launcher`` (always stopped, the whole process group).
+The key is read from the environment at run time, sent only in the Authorization header and
+never stored, logged or echoed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import tracker
+from tracker.errors import ConfigError
+from tracker.inputs.configs import LoadedConfig
+from tracker.load.client import find_proxy, strip_credentials
+from tracker.load.generator import Endpoint
+from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
+from tracker.targets.launcher import LaunchRecord, build_server_env, fetch_version, launch_server
+
+SIM_ENGINE = f"tracker-sim {tracker.__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetHandle:
+    endpoint: Endpoint
+    supports_ignore_eos: bool
+    simulated: bool
+    engine: str | None  # engine name and version where known
+    launch: LaunchRecord | None = None  # set when the tracker started the server
+    network_note: str | None = None  # set for remote targets: what the latencies include
+
+    def environment_facts(self) -> dict[str, object]:
+        """What the run's environment should record about the target (nothing secret)."""
+        facts: dict[str, object] = {"engine": self.engine}
+        if self.launch is not None:
+            facts["launch"] = self.launch.as_environment()
+        if self.network_note is not None:
+            facts["network_note"] = self.network_note
+        return facts
+
+
+def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
+    name = loaded.config.target.api_key_env
+    if name is None:
+        return {}
+    value = os.environ.get(name)
+    if (value is None or not value.strip()) and not CONVENTIONAL_ENV_NAME.fullmatch(name):
+        register_secret(name)  # a key pasted where its variable's name belongs: never echo it
+        raise ConfigError(f"{loaded.path}: target.api_key_env: names a variable that is not set "
+                          "(name hidden: it is not an UPPER_CASE name and may be a pasted key); "
+                          "export the key in a variable such as TAOTOKEN_API_KEY and name that")
+    where = f"{loaded.path}: target.api_key_env: the environment variable {name}"
+    if value is None or not value.strip():
+        raise ConfigError(f"{where} is not set; export it before running (export {name}=<your key>)")
+    key = value.strip()
+    register_secret(key, value)  # hidden in every text redacted from now on
+    if key.lower().startswith("bearer "):
+        raise ConfigError(f"{where} starts with 'Bearer ' (value hidden); the tracker adds that "
+                          f"prefix itself: export only the key (export {name}=<your key>)")
+    if any(char.isspace() for char in key):
+        raise ConfigError(f"{where} contains spaces or line breaks inside the key (value hidden); "
+                          "it was probably pasted with extra text: export the key alone")
+    return {"Authorization": f"Bearer {key}"}
+
+
+def check_target_inputs(loaded: LoadedConfig) -> dict[str, str]:
+    """Everything the target needs from the environment, checked before a run is recorded: the
+    key (returns the headers) and, for a server the tracker launches, the ``env_from`` variables."""
+    headers = resolve_headers(loaded)
+    target = loaded.config.target
+    if target.kind == "vllm" and target.base_url is None:
+        build_server_env(loaded)
+    return headers
+
+
+def describe_network(base_url: str) -> str:
+    host = urlsplit(base_url).hostname or base_url
+    note = (f"remote target {host}: TTFT and every latency include the network round trip "
+            "(and the gateway's own queueing); compare only runs over the same network")
+    proxy = find_proxy(base_url)
+    if proxy is not None:
+        note += f"; requests go through the proxy {strip_credentials(proxy[1])} ({proxy[0]})"
+    return note
+
+
+@asynccontextmanager
+async def open_target(loaded: LoadedConfig,
+                      log_dir: str | Path | None = None) -> AsyncIterator[TargetHandle]:
+    target = loaded.config.target
+    headers = resolve_headers(loaded)
+    if target.base_url is not None:
+        yield await _attach(loaded, headers)
+        return
+    if target.kind == "vllm":
+        async with launch_server(loaded, log_dir) as server:
+            record = server.record
+            yield TargetHandle(Endpoint(server.base_url, headers), True, False,
+                               record.facts.engine_version, launch=record)
+        return
+    async with _embedded_simulator(loaded) as base_url:
+        yield TargetHandle(Endpoint(base_url, headers), True, True, SIM_ENGINE)
+
+
+async def _attach(loaded: LoadedConfig, headers: dict[str, str]) -> TargetHandle:
+    """A server someone else runs: we measure it and never stop it."""
+    target = loaded.config.target
+    base_url = target.base_url
+    assert base_url is not None
+    endpoint = Endpoint(base_url, headers)
+    if target.kind == "sim":
+        return TargetHandle(endpoint, True, True, SIM_ENGINE)
+    if target.kind == "vllm":
+        return TargetHandle(endpoint, True, False, await fetch_version(base_url))
+    return TargetHandle(endpoint, False, False, None, network_note=describe_network(base_url))
+
+
+@asynccontextmanager
+async def _embedded_simulator(loaded: LoadedConfig) -> AsyncIterator[str]:
+    from tracker.sim.server import ThreadedSimServer
+
+    server = ThreadedSimServer(loaded.config)
+    await asyncio.to_thread(server.start)
+    try:
+        yield server.base_url
+    finally:
+        await asyncio.to_thread(server.stop)
