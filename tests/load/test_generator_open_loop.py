@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from tests.load.test_generator import spec
 from tests.scripted_server import ServerFactory, scripted_servers, token_stream
-from tests.test_loadgen import spec
 from tracker.eventloop import event_loop_name, run_async
 from tracker.load import generator as loadgen
 from tracker.load.generator import Endpoint, LoadGenerator, LoadPlan

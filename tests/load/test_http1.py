@@ -2,7 +2,7 @@
 
 A recording transport stands in for the socket here: what is under test is pure parsing (framing,
 keep-alive, stamps), and feeding reads by hand is the only way to put a read boundary at every byte.
-tests/test_wire.py drives the same protocol over real sockets.
+tests/load/test_client.py drives the same protocol over real sockets.
 """
 
 from __future__ import annotations

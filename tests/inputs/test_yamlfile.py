@@ -21,7 +21,7 @@ from tracker.inputs.yamlfile import (
     read_yaml_mapping,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOOD_CONFIG = ROOT / "configs" / "sim-default.yaml"
 GOOD_SUITE = ROOT / "baselines" / "chat-short.yaml"
 GUARD_S = 10.0  # a generous guard against a hang; the measured times are well under a second

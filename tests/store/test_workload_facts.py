@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from tests.store.test_store_repository import _config, _ok_workload, _suite
+from tests.store.test_runs import _config, _ok_workload, _suite
 from tracker.results import ClientHealth, LatencyStats, RequestRecord, TokenSource, WorkloadResult
 from tracker.store import begin_run, fetch_run, save_config_version, save_suite, save_workload
 from tracker.store.models import WorkloadResultModel

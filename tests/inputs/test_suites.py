@@ -15,7 +15,7 @@ from tracker.inputs.suites import load_suite
 from tracker.inputs.tokenizer import count_tokens
 from tracker.load.bodies import build_request_specs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = {"chat-short", "batch-throughput", "long-context", "classic-load"}
 
 SUITE = """\

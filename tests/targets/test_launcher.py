@@ -24,7 +24,7 @@ from tracker.targets.launcher import build_command, is_group_alive, launch_serve
 from tracker.targets.resolve import open_target
 from tracker.targets.supervisor import PidRecord, process_start_ticks, write_pid_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SIM_COMMAND = [sys.executable, "-m", "tracker.sim"]
 FAST = {"sim_decode_base_s": 0.001, "sim_prefill_s_per_token": 0.00001, "sim_noise": 0}
 

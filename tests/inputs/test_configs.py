@@ -9,7 +9,7 @@ import pytest
 from tracker.errors import ConfigError, SecretInConfigError
 from tracker.inputs.configs import load_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 BASE = """\
 name: prod

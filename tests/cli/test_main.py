@@ -18,7 +18,7 @@ from tracker.cli.main import main
 from tracker.store.db import open_store
 from tracker.store.runs import fetch_config_versions, fetch_run, fetch_runs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 SMALL_SUITE = """\

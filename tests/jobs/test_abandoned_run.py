@@ -15,10 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from tests.test_launcher import make_loaded
+from tests.targets.test_launcher import make_loaded
 from tracker.targets.launcher import is_group_alive
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = """\
 name: short-then-long
 workloads:
