@@ -20,12 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tracker.errors import ExitCode
 from tracker.reports.run_report import render_table
 from tracker.results import GpuTelemetry
 from tracker.telemetry.gpu import GpuSampler, collect_gpu_environment
 
 GIB = 1024**3
-EXIT_NOT_MEASURED = 3
 Load = Callable[[float], float]  # run for seconds -> matmuls done
 
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no GPU to check: {facts.get('gpu_reason', 'NVML reports no GPU')}")
         print("run this on a machine with an NVIDIA GPU and driver; the tracker records GPU "
               "telemetry there as 'not measured' with this reason")
-        return EXIT_NOT_MEASURED
+        return ExitCode.NOT_MEASURED
     print(f"GPUs: {facts['gpu_count']} x {facts['gpu_model']}, driver "
           f"{facts['gpu_driver_version']}, CUDA driver {facts['cuda_driver_version']}")
     idle = sample_while(args.hz, lambda: time.sleep(min(args.seconds, 3.0)))

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from tracker.dashboard import charts, compareview, data, ui
-from tracker.store.values import NotFoundError
+from tracker.errors import NotFoundError
 
 url = ui.page_start("Compare", "Two runs, or the latest runs of two config versions, side by side.")
 pair = compareview.choose_pair(url)

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker, wait_for
-from tracker.scheduling.locks import LockHeldError
+from tracker.errors import LockHeldError
 from tracker.scheduling.scheduler import SchedulerSettings, TrackerScheduler
 from tracker.store.db import alembic_config, open_store
 from tracker.store.queue import delete_schedule

@@ -153,7 +153,7 @@ async def test_a_server_that_never_gets_healthy_is_stopped_and_its_log_named(
 
 async def test_a_server_that_exits_at_startup_names_the_log_and_its_last_words() -> None:
     loaded = make_loaded({"gpu_memory_utilization": 0.1})  # vLLM would refuse: no room for KV
-    with pytest.raises(MeasurementError, match=r"exited with code 1 .*see its log .*\.log: .*"
+    with pytest.raises(MeasurementError, match=r"exited with code 3 .*see its log .*\.log: .*"
                                                r"no available memory for the cache blocks"):
         async with launch_server(loaded):
             pytest.fail("the server should have exited")

@@ -14,6 +14,7 @@ The measurement is the suites' own (tracker.load.generator, tracker.load.summary
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import json
@@ -28,7 +29,8 @@ from typing import Any, TextIO
 import aiohttp
 from pydantic import ValidationError
 
-from tracker.errors import MeasurementError, UsageError
+from tracker.cli.output import write_json
+from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
 from tracker.inputs.suites import Slos, Suite, SyntheticPrompts, Workload, build_loaded_suite
 from tracker.load.bodies import build_request_specs
@@ -36,9 +38,9 @@ from tracker.load.generator import Endpoint, LoadGenerator
 from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
 from tracker.load.slo import parse_goodput
 from tracker.redaction import redact_optional
-from tracker.reports.load_report import render_load_lines
+from tracker.reports.bench_report import render_bench_text
 from tracker.reports.run_report import render_run_json
-from tracker.results import LatencyStats, RunResult, RunStatus, VersionRef, WorkloadResult
+from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
 
 NAME = "bench"
@@ -159,50 +161,6 @@ def build_run(args: BenchArgs, model: str, result: WorkloadResult) -> RunResult:
         config_body=body)
 
 
-def _line(label: str, value: str) -> str:
-    return f"{label:<40}{value:>12}"
-
-
-def _latency_lines(title: str, key: str, stats: LatencyStats | None) -> list[str]:
-    if stats is None:
-        return []
-    return [f"{'-' * 15}{title:^22}{'-' * 15}",
-            _line(f"Mean {key} (ms):", f"{stats.mean_s * 1000:.2f}"),
-            _line(f"Median {key} (ms):", f"{stats.median_s * 1000:.2f}"),
-            _line(f"P99 {key} (ms):", f"{stats.p99_s * 1000:.2f}")]
-
-
-def render_bench_text(model: str, result: WorkloadResult) -> str:
-    s = result.summary
-    lines = [f"{' Serving Benchmark Result ':=^52}",
-             _line("Model:", model),
-             _line("Successful requests:", str(s.completed)),
-             _line("Failed requests:", str(s.failed)),
-             _line("Benchmark duration (s):", f"{s.duration_s:.2f}"),
-             _line("Total input tokens:", str(s.total_input_tokens)),
-             _line("Total generated tokens:", str(s.total_output_tokens)),
-             _line("Request throughput (req/s):", f"{s.request_throughput_per_s or 0:.2f}"),
-             _line("Output token throughput (tok/s):",
-                   f"{s.output_throughput_tokens_per_s or 0:.2f}")]
-    if s.goodput_req_per_s is not None:
-        lines.append(_line("Request goodput (req/s):", f"{s.goodput_req_per_s:.2f}"))
-    for title, key, stats in (("Time to First Token", "TTFT", s.ttft),
-                              ("TTFT from planned start", "TTFT", s.scheduled_ttft),
-                              ("Time per Output Token", "TPOT", s.tpot),
-                              ("Inter-token Latency", "ITL", s.itl),
-                              ("End-to-end Latency", "E2EL", s.e2el)):
-        lines.extend(_latency_lines(title, key, stats))
-    lines.append("=" * 52)
-    if s.errors:
-        lines.append("errors: " + ", ".join(f"{k} x{v}" for k, v in sorted(s.errors.items())))
-    if s.client is not None and s.client.cpu_fraction is not None:
-        lines.append(f"client: {s.client.cpu_fraction:.0%} CPU of one core"
-                     + (f", send lag p99 {s.client.send_lag_p99_s * 1000:.2f} ms"
-                        if s.client.send_lag_p99_s is not None else ""))
-    lines.extend(render_load_lines([result]))
-    return "\n".join(lines)
-
-
 def save_requests(path: str, result: WorkloadResult) -> None:
     """One JSON line per request, in milliseconds, failures included."""
     def ms(value: float | None) -> float | None:
@@ -235,3 +193,22 @@ def bench_json(args: BenchArgs, model: str, result: WorkloadResult) -> dict[str,
     data = render_run_json(build_run(args, model, result))
     data["run_id"] = None  # ad hoc: not stored
     return data
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    bench = BenchArgs(
+        base_url=args.base_url, model=args.model, endpoint_type=args.endpoint_type,
+        max_concurrency=args.max_concurrency, request_rate=args.request_rate,
+        burstiness=args.burstiness, num_prompts=args.num_prompts,
+        random_input_len=args.random_input_len, random_output_len=args.random_output_len,
+        ignore_eos=args.ignore_eos, seed=args.seed, warmup=args.warmup,
+        duration_s=args.duration, goodput=tuple(args.goodput), api_key_env=args.api_key_env,
+        request_timeout_s=args.timeout)
+    model, result = execute_bench(bench, quiet=args.quiet or args.json == "-")
+    if args.json:
+        write_json(args.json, bench_json(bench, model, result))
+    if args.save_requests:
+        save_requests(args.save_requests, result)
+    if args.json != "-":
+        print(render_bench_text(model, result))
+    return ExitCode.OK if result.summary.completed else ExitCode.NOT_MEASURED

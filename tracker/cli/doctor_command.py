@@ -12,19 +12,6 @@ from tracker.targets.doctor import DoctorTarget, render_diagnosis, run_doctor
 COMMAND = "doctor"
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    doctor = sub.add_parser(
-        COMMAND, help="preflight an OpenAI-compatible endpoint: name the cause and fix of "
-                      "each failure (exit 0 only when a chat completion returns choices)")
-    doctor.add_argument("--config", metavar="FILE", help="serving config with target.base_url")
-    doctor.add_argument("--base-url", metavar="URL", help="API root, e.g. https://taotoken.net/api")
-    doctor.add_argument("--model", metavar="ID", help="model id to ask for")
-    doctor.add_argument("--api-key-env", metavar="VAR",
-                        help="NAME of the environment variable holding the key")
-    doctor.add_argument("--timeout", type=float, default=20.0, metavar="S",
-                        help="seconds per request (default: 20)")
-
-
 def resolve_target(args: argparse.Namespace) -> DoctorTarget:
     if args.config:
         if args.base_url or args.model:

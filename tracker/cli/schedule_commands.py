@@ -1,6 +1,6 @@
 """The scheduling commands: ``schedule list|add|remove|run-now``, ``scheduler``, ``worker``, ``queue``.
 
-Parsing (``add_parsers``) and dispatch live here so that ``tracker.cli.main`` needs two lines.
+Their arguments are in ``tracker.cli.parsers``; the work, here, is imported when a command runs.
 """
 
 from __future__ import annotations
@@ -18,20 +18,16 @@ from pathlib import Path
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from tracker.cli.run_commands import reading
-from tracker.errors import UsageError
+from tracker.cli.output import reading
+from tracker.errors import ExitCode, UsageError
 from tracker.reports.run_report import render_table
-from tracker.scheduling.alerts import WEBHOOK_ENV, load_webhook
+from tracker.scheduling.alerts import load_webhook
 from tracker.scheduling.locks import DatabaseLock
 from tracker.scheduling.queueing import (
-    DEFAULT_HEARTBEAT_S,
-    DEFAULT_STALE_AFTER_S,
     enqueue_schedule,
     utc_now,
 )
 from tracker.scheduling.scheduler import (
-    DEFAULT_MISFIRE_GRACE_S,
-    DEFAULT_SYNC_INTERVAL_S,
     SchedulerSettings,
     TrackerScheduler,
 )
@@ -58,81 +54,11 @@ from tracker.store.queue import (
     save_schedule,
 )
 
-EXIT_OK = 0
 COMMANDS = ("schedule", "scheduler", "worker", "queue")
 AddDb = Callable[[argparse.ArgumentParser], None]
 
 
 # --- parsing -------------------------------------------------------------------------------
-
-
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], add_db: AddDb) -> None:
-    _add_schedule_parser(sub, add_db)
-    scheduler = sub.add_parser("scheduler", help="fire the schedules' slots into the run queue "
-                                                 "(one per database; SIGTERM/Ctrl-C stops)")
-    add_db(scheduler)
-    scheduler.add_argument("--schedules", metavar="FILE",
-                           help="load this schedules.yaml into the database first")
-    scheduler.add_argument("--with-worker", action="store_true",
-                           help="also run a worker in this process (one machine)")
-    scheduler.add_argument("--misfire-grace-s", type=float, default=DEFAULT_MISFIRE_GRACE_S,
-                           help="a slot missed by up to this long still runs, once "
-                                "(default: %(default)g)")
-    scheduler.add_argument("--sync-interval-s", type=float, default=DEFAULT_SYNC_INTERVAL_S,
-                           help="how often to re-read schedules and reap dead workers' requests "
-                                "(default: %(default)g)")
-    _add_worker_options(scheduler)
-    worker = sub.add_parser("worker", help="run queued requests that match this host's labels")
-    add_db(worker)
-    _add_worker_options(worker)
-    worker.add_argument("--exit-when-empty", action="store_true",
-                        help="exit once nothing this worker may take is queued or running")
-    queue = sub.add_parser("queue", help="queued, running and failed run requests")
-    add_db(queue)
-    queue.add_argument("--all", action="store_true", help="include done requests")
-    queue.add_argument("--limit", type=int, default=50, metavar="N")
-
-
-def _add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                         add_db: AddDb) -> None:
-    schedule = sub.add_parser("schedule", help="nightly schedules: list, add, remove, run-now")
-    actions = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", help="schedules with their next run times")
-    add_db(listing)
-    add = actions.add_parser("add", help="add or replace schedules: --file schedules.yaml, or "
-                                         "one by name with --cron, --config and --suite")
-    add.add_argument("name", nargs="?", metavar="NAME")
-    add.add_argument("--file", metavar="FILE", help="a schedules.yaml (replaces its schedules)")
-    add.add_argument("--cron", help="'minute hour day month weekday' (6 fields: seconds first)")
-    add.add_argument("--timezone", default="UTC", help="IANA time zone (default: UTC)")
-    add.add_argument("--config", action="append", default=[], metavar="FILE")
-    add.add_argument("--suite", action="append", default=[], metavar="FILE")
-    add.add_argument("--repeats", type=int, default=1, metavar="N")
-    add.add_argument("--labels", metavar="K=V[,K=V]", help="runner labels it needs, e.g. gpu=h100")
-    add_db(add)
-    remove = actions.add_parser("remove", help="remove a schedule")
-    remove.add_argument("name", metavar="NAME")
-    add_db(remove)
-    now = actions.add_parser("run-now", help="queue a schedule's runs now, outside its slots")
-    now.add_argument("name", metavar="NAME")
-    add_db(now)
-
-
-def _add_worker_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--labels", metavar="K=V[,K=V]", help="what this runner offers, e.g. "
-                                                              "gpu=h100 (default: none)")
-    parser.add_argument("--gpus", metavar="LIST", help="the GPU set of this worker, e.g. 0,1 "
-                        "(CUDA_VISIBLE_DEVICES of the vLLM servers it launches)")
-    parser.add_argument("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S)
-    parser.add_argument("--stale-after-s", type=float, default=DEFAULT_STALE_AFTER_S,
-                        help="a running request silent this long is taken for dead and "
-                             "requeued once (default: %(default)g)")
-    parser.add_argument("--poll-s", type=float, default=2.0, help="idle polling interval")
-    parser.add_argument("--webhook-env", default=WEBHOOK_ENV, metavar="VAR",
-                        help="environment variable holding the alert webhook URL "
-                             "(default: %(default)s; unset: no alerts)")
-    parser.add_argument("--dashboard-url", metavar="URL",
-                        help="link put in alerts; {run_id} is replaced by the run id")
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -166,14 +92,14 @@ def cmd_schedule_list(db: str | None) -> int:
         schedules = fetch_schedules(session)
     if not schedules:
         print("no schedules; add some with `tracker schedule add --file schedules.yaml`")
-        return EXIT_OK
+        return ExitCode.OK
     now = utc_now()
     rows = [[s.name, f"{s.cron} ({s.timezone})", _fan_out(s), _labels(s.labels),
              _when(compute_next_fire(s, now), s.timezone), _when(s.last_fired_at),
              (s.last_error or "")[:60]] for s in schedules]
     print(render_table(("schedule", "cron", "runs per slot", "labels", "next run", "last fired",
                         "last error"), rows))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _fan_out(row: ScheduleRow) -> str:
@@ -200,13 +126,13 @@ def cmd_schedule_add(args: argparse.Namespace) -> int:
             names = ", ".join(r.name for r in rows) or "none"
             print(f"{args.file}: {len(rows)} schedule(s) saved ({names})"
                   + (f"; removed {', '.join(removed)}" if removed else ""))
-            return EXIT_OK
+            return ExitCode.OK
         row = _row_from_options(args)
         with Session(engine) as session, session.begin():
             save_schedule(session, row, utc_now())
         print(f"schedule {row.name} saved; next run "
               f"{_when(compute_next_fire(row, utc_now()), row.timezone)}")
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         engine.dispose()
 
@@ -240,7 +166,7 @@ def cmd_schedule_remove(db: str | None, name: str) -> int:
     if not found:
         raise UsageError(f"schedule {name!r} not found; list them with `tracker schedule list`")
     print(f"schedule {name} removed (a running scheduler drops its job at its next sync)")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_schedule_run_now(db: str | None, name: str) -> int:
@@ -251,7 +177,7 @@ def cmd_schedule_run_now(db: str | None, name: str) -> int:
         engine.dispose()
     print(f"schedule {name}: queued request(s) {', '.join(map(str, ids))}; "
           "a worker runs them (`tracker queue` shows them)")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 # --- scheduler, worker, queue --------------------------------------------------------------
@@ -308,7 +234,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             with stop_on_signals(worker.request_stop):
                 processed = worker.run()
         _emit(f"worker {worker.worker_id}: processed {processed} request(s)")
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         engine.dispose()
 
@@ -339,7 +265,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         finally:
             scheduler.stop()
             _emit("scheduler stopped")
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         engine.dispose()
 
@@ -375,12 +301,12 @@ def cmd_queue(db: str | None, include_done: bool, limit: int) -> int:
         requests = fetch_requests(session, statuses, limit)
     if not requests:
         print("the queue is empty" + ("" if include_done else " (--all shows done requests)"))
-        return EXIT_OK
+        return ExitCode.OK
     now = utc_now()
     rows = [_queue_row(r, now) for r in requests]
     print(render_table(("id", "status", "schedule", "slot", "config x suite", "attempt", "worker",
                         "heartbeat", "run", "error"), rows))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _queue_row(request: RunRequest, now: datetime) -> list[str]:

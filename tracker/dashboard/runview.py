@@ -7,10 +7,10 @@ import streamlit as st
 
 from tracker.dashboard import data, ui
 from tracker.dashboard.trend_series import display_unit, metric_label
+from tracker.errors import NotFoundError
 from tracker.metrics import REGISTRY
 from tracker.results import RunResult
 from tracker.store.queries import RunDetail
-from tracker.store.values import NotFoundError
 
 SUMMARY_METRICS = ("request_throughput_per_s", "output_throughput_tokens_per_s",
                    "ttft_median_s", "ttft_p99_s", "tpot_median_s", "tpot_p99_s",

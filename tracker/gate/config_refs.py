@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from tracker.analysis.attribution import (
     ABSENT,
     HIDDEN,
@@ -36,8 +34,6 @@ from tracker.inputs.configs import (
     looks_like_secret_value,
 )
 from tracker.inputs.yamlfile import MAX_YAML_BYTES
-from tracker.store.db import open_store, resolve_db_url
-from tracker.store.regressions import fetch_config_version
 
 VERSION_REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*@)?[0-9a-fA-F]{6,64}$")
 GIT_TIMEOUT_S = 30.0
@@ -68,6 +64,11 @@ def load_config_ref(ref: str, db_url: str | None = None) -> ConfigSide:
 
 
 def _load_stored(ref: str, db_url: str | None) -> LoadedConfig:
+    from sqlalchemy.orm import Session
+
+    from tracker.store.db import open_store, resolve_db_url
+    from tracker.store.regressions import fetch_config_version
+
     engine = open_store(resolve_db_url(db_url))
     try:
         with Session(engine) as session:

@@ -24,17 +24,13 @@ from sqlalchemy.orm import Session
 from tracker.analysis import Change, Verdict, compare_samples
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.cli.progress import ProgressPrinter
-from tracker.errors import UsageError
+from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import ConfigSide, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
 from tracker.metrics import REGISTRY, Direction
 from tracker.results import RequestRecord, RunResult, RunStatus, WorkloadResult
 from tracker.store.runs import fetch_run
-
-EXIT_PASS = 0
-EXIT_REGRESSION = 1
-EXIT_NOT_MEASURED = 3
 
 
 class GateOutcome(StrEnum):
@@ -188,10 +184,10 @@ def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateO
     """Regression if any verdict says so; could not measure if a run failed or nothing was
     compared; otherwise pass (inconclusive rows pass, with their hint shown)."""
     if any(row.verdict is not None and row.verdict.regressed for row in rows):
-        return GateOutcome.REGRESSION, EXIT_REGRESSION
+        return GateOutcome.REGRESSION, ExitCode.REGRESSION
     if problems or not any(row.verdict is not None for row in rows):
-        return GateOutcome.NOT_MEASURED, EXIT_NOT_MEASURED
-    return GateOutcome.PASS, EXIT_PASS
+        return GateOutcome.NOT_MEASURED, ExitCode.NOT_MEASURED
+    return GateOutcome.PASS, ExitCode.OK
 
 
 def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 import tracker
-from tracker.errors import StoreLockedError, TrackerError
+from tracker.errors import RunInterrupted, StoreLockedError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import LoadedConfig, load_config
 from tracker.inputs.suites import LoadedSuite, load_suite
@@ -40,11 +40,6 @@ from tracker.store.runs import (
 )
 from tracker.targets.resolve import check_target_inputs
 from tracker.telemetry import TelemetrySettings
-
-
-class RunInterrupted(TrackerError):
-    exit_code = 130
-
 
 log = logging.getLogger(__name__)
 LOCKED_FINAL_WAIT_S = 60.0  # how long a run's final status waits for a lock to be released

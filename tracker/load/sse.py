@@ -10,7 +10,7 @@ as a block, not event by event:
   is not the empty string);
 - everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
   fast path does not recognise) is parsed line by line with ``json.loads``.
-Both paths give the same counts; tests/test_sse.py checks them against each other.
+Both paths give the same counts; tests/load/test_sse.py checks them against each other.
 """
 
 from __future__ import annotations

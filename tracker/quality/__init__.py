@@ -4,10 +4,11 @@
 ``stats`` (accuracy with a Wilson interval, drift from a baseline run's answers).
 """
 
+from tracker.errors import QualitySetError
 from tracker.quality.accuracy import compute_drift, compute_quality_result, compute_wilson_interval
 from tracker.quality.scorers import score_output
 from tracker.quality.set_files import load_quality_set
-from tracker.quality.sets import QualityItem, QualitySet, QualitySetError
+from tracker.quality.sets import QualityItem, QualitySet
 
 __all__ = [
     "QualityItem",

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tracker.errors import QualitySetError
 from tracker.quality.scorers import score_output
-from tracker.quality.sets import (
-    QualityItem,
-    QualitySet,
-    QualitySetError,
-    compute_set_version,
-    parse_quality_item,
-)
+from tracker.quality.sets import QualityItem, QualitySet, compute_set_version, parse_quality_item
 
 MAX_SET_BYTES = 64 * 1024 * 1024  # GSM8K's 1,319 test items are about 1 MiB
 

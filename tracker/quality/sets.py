@@ -38,15 +38,13 @@ from pydantic import (
     model_validator,
 )
 
-from tracker.errors import ConfigError
+from tracker.errors import QualitySetError
 from tracker.quality.jsonschema import check_schema
 
 ScorerName = Literal["exact", "contains", "regex", "numeric", "choice", "json"]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
 
-class QualitySetError(ConfigError):
-    """A quality set file is missing or one of its items is invalid."""
 
 
 class _Strict(BaseModel):

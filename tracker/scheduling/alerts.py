@@ -27,13 +27,13 @@ from tracker.eventloop import run_async
 from tracker.metrics import REGISTRY
 from tracker.redaction import redact_data, redact_one_line, register_secret
 from tracker.results import RunResult
+from tracker.scheduling.defaults import WEBHOOK_ENV
 from tracker.scheduling.watch import watch_run
 from tracker.store.queue import AlertDelivery, save_alert_delivery
 from tracker.store.regressions import RegressionRecord, RegressionStatus, fetch_regressions
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_ENV = "TRACKER_ALERT_WEBHOOK_URL"
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 

@@ -20,12 +20,8 @@ from typing import IO
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
 
-from tracker.errors import UsageError
+from tracker.errors import LockHeldError
 from tracker.store.db import create_store_engine, redact_url
-
-
-class LockHeldError(UsageError):
-    """Another process holds the lock (a second scheduler, a second SQLite worker)."""
 
 
 def _holder_text() -> str:

@@ -43,8 +43,6 @@ from tracker.store.queue import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DEFAULT_HEARTBEAT_S = 15.0
-DEFAULT_STALE_AFTER_S = 120.0  # no heartbeat for this long: the worker is taken for dead
 QUALITY_SET_KEY = "_quality_set"  # in a request's suite body: not a suite key, the set's items
 
 

@@ -32,8 +32,13 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tracker.scheduling.defaults import (
+    DEFAULT_MISFIRE_GRACE_S,
+    DEFAULT_STALE_AFTER_S,
+    DEFAULT_SYNC_INTERVAL_S,
+)
 from tracker.scheduling.locks import DatabaseLock
-from tracker.scheduling.queueing import DEFAULT_STALE_AFTER_S, enqueue_schedule, reap_stale
+from tracker.scheduling.queueing import enqueue_schedule, reap_stale
 from tracker.scheduling.schedules import build_trigger
 from tracker.store.db import create_store_engine
 from tracker.store.queue import ScheduleRow, fetch_schedules
@@ -42,8 +47,6 @@ log = logging.getLogger(__name__)
 
 JOB_PREFIX = "schedule:"
 JOBS_TABLE = "apscheduler_jobs"
-DEFAULT_MISFIRE_GRACE_S = 86400.0  # a slot missed by up to a day still runs (once)
-DEFAULT_SYNC_INTERVAL_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)

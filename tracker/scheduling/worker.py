@@ -35,14 +35,8 @@ from tracker.scheduling.alerts import (
     alert_after_run,
     analysis_regressions,
 )
-from tracker.scheduling.queueing import (
-    DEFAULT_HEARTBEAT_S,
-    DEFAULT_STALE_AFTER_S,
-    Heartbeat,
-    load_request_inputs,
-    reap_stale,
-    utc_now,
-)
+from tracker.scheduling.defaults import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S
+from tracker.scheduling.queueing import Heartbeat, load_request_inputs, reap_stale, utc_now
 from tracker.store.db import retry_when_locked
 from tracker.store.queue import (
     RequestStatus,

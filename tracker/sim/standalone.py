@@ -21,15 +21,13 @@ from typing import Any
 from pydantic import ValidationError
 
 import tracker
-from tracker.errors import TrackerError
+from tracker.errors import ExitCode, TrackerError
 from tracker.inputs.configs import EngineArgs, ServingConfig, SimulatorSettings
 from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, GIB, KvCacheSpec, compute_kv_cache_spec
 from tracker.sim.server import serve_forever
 
 _ENGINE_FLAGS = [name for name in EngineArgs.model_fields if name != "extra_args"]
 _SIM_FLAGS = list(SimulatorSettings.model_fields)
-EXIT_BAD_ARGS = 2
-EXIT_START_FAILED = 1
 
 
 def log_line(level: str, text: str) -> str:
@@ -111,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, host, port, unknown = parse_serving_config(sys.argv[1:] if argv is None else argv)
     except ValueError as exc:
         print(log_line("ERROR", f"bad arguments: {exc}"), file=sys.stderr, flush=True)
-        return EXIT_BAD_ARGS
+        return ExitCode.USAGE
     if unknown:
         print(log_line("WARNING", f"flags the simulator does not model: {' '.join(unknown)}"),
               flush=True)
@@ -127,6 +125,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_forever(config, host, port, on_ready=ready)
     except TrackerError as exc:
         print(log_line("ERROR", f"engine failed to start: {exc}"), file=sys.stderr, flush=True)
-        return EXIT_START_FAILED
+        return ExitCode.NOT_MEASURED
     print(log_line("INFO", "Shutting down."), flush=True)
     return 0

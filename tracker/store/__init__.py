@@ -4,6 +4,7 @@ The schema is owned by ``migrations/`` (Alembic). ORM rows never leave this pack
 get ``tracker.results`` values and the small listings in ``tracker.store.values``.
 """
 
+from tracker.errors import NotFoundError
 from tracker.store.db import open_store, redact_url, resolve_db_url, upgrade_database
 from tracker.store.runs import (
     begin_run,
@@ -15,7 +16,7 @@ from tracker.store.runs import (
     save_suite,
     save_workload,
 )
-from tracker.store.values import ConfigVersionRow, NotFoundError, RunListing
+from tracker.store.values import ConfigVersionRow, RunListing
 
 __all__ = [
     "ConfigVersionRow",

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from tracker.errors import NotFoundError
 from tracker.quality.accuracy import compute_drift
 from tracker.results import (
     GpuDeviceSummary,
@@ -36,7 +37,6 @@ from tracker.store.models_telemetry import (
     ServerMetricModel,
     WorkloadTelemetryModel,
 )
-from tracker.store.values import NotFoundError
 
 _SAMPLE_FIELDS = ("gpu_index", "t_s", "memory_used_bytes", "gpu_util_pct", "memory_util_pct",
                   "power_w", "sm_clock_mhz", "temperature_c", "throttle_reasons")

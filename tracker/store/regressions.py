@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.errors import NotFoundError
 from tracker.results import RunStatus
 from tracker.store.models import (
     ConfigVersionModel,
@@ -24,7 +25,7 @@ from tracker.store.models import (
     WorkloadResultModel,
 )
 from tracker.store.models_regressions import RegressionModel
-from tracker.store.values import ConfigVersionRow, NotFoundError
+from tracker.store.values import ConfigVersionRow
 
 UPDATED_BY_CHARS = 200  # regressions.updated_by is String(200)
 

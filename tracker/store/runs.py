@@ -18,6 +18,7 @@ from sqlalchemy import Row, func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from tracker.errors import NotFoundError
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite
 from tracker.metrics import compute_summary_metrics
@@ -42,7 +43,7 @@ from tracker.store.models import (
     WorkloadResultModel,
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
-from tracker.store.values import ConfigVersionRow, NotFoundError, RunListing
+from tracker.store.values import ConfigVersionRow, RunListing
 from tracker.store.workload_facts import (
     complete_summary,
     fetch_workload_loadgen,

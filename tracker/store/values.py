@@ -7,12 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tracker.errors import StoreError
 from tracker.results import RunStatus
-
-
-class NotFoundError(StoreError):
-    """A run (or another stored thing) asked for by id or name does not exist."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,14 +24,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from tracker.errors import ExitCode
 from tracker.load.client import find_proxy, strip_credentials
 from tracker.load.generator import Endpoint
 from tracker.load.sse import error_message
 from tracker.redaction import CONVENTIONAL_ENV_NAME, redact_one_line, register_secret
 
-EXIT_READY = 0
-EXIT_CONFIG = 2
-EXIT_NOT_READY = 3
 _MODEL_MISSING = re.compile(r"model.*(not.?found|not exist|does not exist|unknown|invalid|"
                             r"no such|not available|unsupported)|(unknown|invalid) model",
                             re.IGNORECASE | re.DOTALL)
@@ -72,9 +70,9 @@ class Diagnosis:
     @property
     def exit_code(self) -> int:
         if self.ready:
-            return EXIT_READY
+            return ExitCode.OK
         failed = [f for f in self.findings if f.status is Status.FAIL]
-        return EXIT_CONFIG if failed and all(f.local for f in failed) else EXIT_NOT_READY
+        return ExitCode.USAGE if failed and all(f.local for f in failed) else ExitCode.NOT_MEASURED
 
 
 # --- local checks (pure) -----------------------------------------------------------------------

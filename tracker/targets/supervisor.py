@@ -31,10 +31,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 
+from tracker.errors import ExitCode
+
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 0.2
-EXIT_CANNOT_START = 127
 _PROC = Path("/proc")
 
 
@@ -216,13 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, on_signal)
     if os.getppid() != args.owner_pid:
         _say({"error": "the tracker that launched it is already gone"})
-        return EXIT_CANNOT_START
+        return ExitCode.CANNOT_EXECUTE
     try:  # stdout and stderr: the log this supervisor writes to
         server = subprocess.Popen(args.command, stdin=subprocess.DEVNULL, stdout=sys.stderr,
                                   stderr=sys.stderr, start_new_session=True)
     except OSError as exc:
         _say({"error": exc.strerror or str(exc)})
-        return EXIT_CANNOT_START
+        return ExitCode.CANNOT_EXECUTE
     try:
         write_pid_file(args.pid_file, PidRecord(
             socket.gethostname(), args.owner_pid, process_start_ticks(args.owner_pid),
@@ -231,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         stop_group(server.pid, args.grace_s, server.poll)
         _say({"error": f"cannot write {args.pid_file}: {exc.strerror or exc}"})
-        return EXIT_CANNOT_START
+        return ExitCode.CANNOT_EXECUTE
     try:
         with contextlib.suppress(OSError):  # the launcher is gone: the watch below sees it
             _say({"pid": server.pid})

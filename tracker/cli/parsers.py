@@ -1,0 +1,249 @@
+"""Every command's arguments, in one module that imports nothing heavy: ``tracker --help``
+and a bad flag answer at once, and each command loads only what it uses (``tracker.cli.main``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tracker import __version__
+from tracker.scheduling.defaults import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_MISFIRE_GRACE_S,
+    DEFAULT_STALE_AFTER_S,
+    DEFAULT_SYNC_INTERVAL_S,
+    WEBHOOK_ENV,
+)
+
+DESCRIPTION = "Continuous performance-regression tracker for LLM inference serving"
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="URL",
+                        help="database URL or SQLite file (default: $TRACKER_DB_URL or "
+                             "./tracker.db); PostgreSQL: postgresql+psycopg://user@host/db")
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of requests per second: {text!r}") \
+            from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
+    return value
+
+
+def _add_bench(sub: Subparsers) -> None:
+    bench = sub.add_parser("bench", help="benchmark any OpenAI-compatible endpoint ad hoc "
+                                         "(vllm bench serve's flags; nothing is stored)")
+    bench.add_argument("--base-url", required=True, metavar="URL",
+                       help="the server root, e.g. http://127.0.0.1:8000 (/v1 is appended)")
+    bench.add_argument("--model", help="default: the first model at /v1/models")
+    bench.add_argument("--endpoint-type", choices=("chat", "completions", "messages"),
+                       default="chat")
+    bench.add_argument("--max-concurrency", type=int, metavar="N",
+                       help="the most requests in flight (default: no limit)")
+    bench.add_argument("--request-rate", type=_rate, default=float("inf"), metavar="R",
+                       help="planned requests per second, open loop (default inf: all at once)")
+    bench.add_argument("--burstiness", type=float, default=1.0, metavar="B",
+                       help="gamma shape of the gaps between requests; 1 = Poisson")
+    bench.add_argument("--num-prompts", type=int, default=200, metavar="N")
+    bench.add_argument("--random-input-len", type=int, default=256, metavar="TOKENS")
+    bench.add_argument("--random-output-len", type=int, default=128, metavar="TOKENS")
+    bench.add_argument("--ignore-eos", action="store_true",
+                       help="ask the server to generate exactly --random-output-len tokens")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--warmup", type=int, default=0, metavar="N",
+                       help="requests sent first and not measured")
+    bench.add_argument("--duration", type=float, metavar="S",
+                       help="keep starting requests for S seconds (prompts cycle)")
+    bench.add_argument("--goodput", nargs="+", default=[], metavar="KEY:MS",
+                       help="SLOs for goodput, e.g. --goodput ttft:500 tpot:50 (ms)")
+    bench.add_argument("--api-key-env", metavar="NAME",
+                       help="the environment variable holding the API key (never the key)")
+    bench.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                       help="per-request timeout in seconds")
+    bench.add_argument("--json", metavar="OUT", help="write the tracker.run/1 JSON (- = stdout)")
+    bench.add_argument("--save-requests", metavar="OUT.jsonl",
+                       help="write every request's timings, one JSON line each")
+    bench.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracker", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"tracker {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a suite against a serving config and store the results")
+    run.add_argument("--config", required=True, metavar="FILE", help="serving config YAML")
+    run.add_argument("--suite", required=True, metavar="FILE", help="baseline suite YAML")
+    _add_db(run)
+    run.add_argument("--json", metavar="OUT", help="also write the tracker.run/1 JSON (- = stdout)")
+    run.add_argument("--quiet", action="store_true", help="no progress display")
+
+    runs = sub.add_parser("runs", help="list the latest runs")
+    _add_db(runs)
+    runs.add_argument("--limit", type=int, default=20, metavar="N")
+
+    show = sub.add_parser("show", help="show one stored run")
+    show.add_argument("run_id", type=int, metavar="RUN_ID")
+    _add_db(show)
+    show.add_argument("--json", metavar="OUT", help="write the tracker.run/1 JSON (- = stdout)")
+
+    demo = sub.add_parser("demo", help="run the shipped suites on the built-in simulator "
+                                       "(no GPU, no network, no keys)")
+    _add_db(demo)
+    demo.add_argument("--quiet", action="store_true", help="no progress display")
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_sub.add_parser("upgrade", help="apply the schema migrations")
+    _add_db(upgrade)
+
+    dashboard = sub.add_parser("dashboard", help="serve the dashboard on 127.0.0.1 "
+                                                 "(trends, runs, compare, configs)")
+    _add_db(dashboard)
+    dashboard.add_argument("--port", type=int, default=8501, metavar="N",
+                           help="port to serve on (default: 8501)")
+    dashboard.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
+                           help="address to serve on (default: 127.0.0.1); any other needs "
+                                "Streamlit's login ([auth] in .streamlit/secrets.toml) or "
+                                "--trust-proxy-auth")
+    dashboard.add_argument("--trust-proxy-auth", action="store_true",
+                           help="a reverse proxy in front authenticates every request and "
+                                "names the user in a header (it must replace a client's)")
+    dashboard.add_argument("--user-header", metavar="NAME",
+                           help="that header (default: X-Forwarded-User)")
+
+    _add_bench(sub)
+
+    sim = sub.add_parser("sim", help="the embedded OpenAI-compatible simulator")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True, metavar="ACTION")
+    serve = sim_sub.add_parser("serve", help="serve a kind: sim config until Ctrl-C")
+    serve.add_argument("--config", required=True, metavar="FILE")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    add_doctor_parser(sub)
+    add_schedule_parsers(sub)
+    add_gate_parsers(sub)
+    return parser
+
+
+def add_doctor_parser(sub: Subparsers) -> None:
+    doctor = sub.add_parser(
+        "doctor", help="preflight an OpenAI-compatible endpoint: name the cause and fix of "
+                      "each failure (exit 0 only when a chat completion returns choices)")
+    doctor.add_argument("--config", metavar="FILE", help="serving config with target.base_url")
+    doctor.add_argument("--base-url", metavar="URL", help="API root, e.g. https://taotoken.net/api")
+    doctor.add_argument("--model", metavar="ID", help="model id to ask for")
+    doctor.add_argument("--api-key-env", metavar="VAR",
+                        help="NAME of the environment variable holding the key")
+    doctor.add_argument("--timeout", type=float, default=20.0, metavar="S",
+                        help="seconds per request (default: 20)")
+
+
+def add_schedule_parsers(sub: Subparsers) -> None:
+    _add_schedule_parser(sub, _add_db)
+    scheduler = sub.add_parser("scheduler", help="fire the schedules' slots into the run queue "
+                                                 "(one per database; SIGTERM/Ctrl-C stops)")
+    _add_db(scheduler)
+    scheduler.add_argument("--schedules", metavar="FILE",
+                           help="load this schedules.yaml into the database first")
+    scheduler.add_argument("--with-worker", action="store_true",
+                           help="also run a worker in this process (one machine)")
+    scheduler.add_argument("--misfire-grace-s", type=float, default=DEFAULT_MISFIRE_GRACE_S,
+                           help="a slot missed by up to this long still runs, once "
+                                "(default: %(default)g)")
+    scheduler.add_argument("--sync-interval-s", type=float, default=DEFAULT_SYNC_INTERVAL_S,
+                           help="how often to re-read schedules and reap dead workers' requests "
+                                "(default: %(default)g)")
+    _add_worker_options(scheduler)
+    worker = sub.add_parser("worker", help="run queued requests that match this host's labels")
+    _add_db(worker)
+    _add_worker_options(worker)
+    worker.add_argument("--exit-when-empty", action="store_true",
+                        help="exit once nothing this worker may take is queued or running")
+    queue = sub.add_parser("queue", help="queued, running and failed run requests")
+    _add_db(queue)
+    queue.add_argument("--all", action="store_true", help="include done requests")
+    queue.add_argument("--limit", type=int, default=50, metavar="N")
+
+
+def _add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                         add_db: Callable[[argparse.ArgumentParser], None]) -> None:
+    schedule = sub.add_parser("schedule", help="nightly schedules: list, add, remove, run-now")
+    actions = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="schedules with their next run times")
+    add_db(listing)
+    add = actions.add_parser("add", help="add or replace schedules: --file schedules.yaml, or "
+                                         "one by name with --cron, --config and --suite")
+    add.add_argument("name", nargs="?", metavar="NAME")
+    add.add_argument("--file", metavar="FILE", help="a schedules.yaml (replaces its schedules)")
+    add.add_argument("--cron", help="'minute hour day month weekday' (6 fields: seconds first)")
+    add.add_argument("--timezone", default="UTC", help="IANA time zone (default: UTC)")
+    add.add_argument("--config", action="append", default=[], metavar="FILE")
+    add.add_argument("--suite", action="append", default=[], metavar="FILE")
+    add.add_argument("--repeats", type=int, default=1, metavar="N")
+    add.add_argument("--labels", metavar="K=V[,K=V]", help="runner labels it needs, e.g. gpu=h100")
+    add_db(add)
+    remove = actions.add_parser("remove", help="remove a schedule")
+    remove.add_argument("name", metavar="NAME")
+    add_db(remove)
+    now = actions.add_parser("run-now", help="queue a schedule's runs now, outside its slots")
+    now.add_argument("name", metavar="NAME")
+    add_db(now)
+
+
+def _add_worker_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--labels", metavar="K=V[,K=V]", help="what this runner offers, e.g. "
+                                                              "gpu=h100 (default: none)")
+    parser.add_argument("--gpus", metavar="LIST", help="the GPU set of this worker, e.g. 0,1 "
+                        "(CUDA_VISIBLE_DEVICES of the vLLM servers it launches)")
+    parser.add_argument("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S)
+    parser.add_argument("--stale-after-s", type=float, default=DEFAULT_STALE_AFTER_S,
+                        help="a running request silent this long is taken for dead and "
+                             "requeued once (default: %(default)g)")
+    parser.add_argument("--poll-s", type=float, default=2.0, help="idle polling interval")
+    parser.add_argument("--webhook-env", default=WEBHOOK_ENV, metavar="VAR",
+                        help="environment variable holding the alert webhook URL "
+                             "(default: %(default)s; unset: no alerts)")
+    parser.add_argument("--dashboard-url", metavar="URL",
+                        help="link put in alerts; {run_id} is replaced by the run id")
+
+
+def add_gate_parsers(sub: Subparsers) -> None:
+    diff = sub.add_parser("diff", help="show what differs between two serving-config versions")
+    diff.add_argument("base", metavar="A", help="a config file, a git ref such as "
+                      "main:configs/prod.yaml, or a stored version (NAME@VERSION or 6+ hex digits)")
+    diff.add_argument("head", metavar="B", help="the same kinds as A")
+    _add_db(diff)
+
+    gate = sub.add_parser("gate", help="fail a PR whose serving config regresses: run base and "
+                                       "head interleaved, or compare stored runs")
+    gate.add_argument("--base", metavar="REF", help="base config: file, git ref or stored version")
+    gate.add_argument("--head", metavar="REF", help="head config: file, git ref or stored version")
+    gate.add_argument("--suite", metavar="FILE", help="baseline suite YAML (with --base/--head)")
+    gate.add_argument("--repeats", type=int, default=3, metavar="N",
+                      help="runs of each config, interleaved ABAB (default: 3; the run is the "
+                           "unit of replication)")
+    gate.add_argument("--base-run", type=int, action="append", metavar="RUN_ID",
+                      help="a stored base run (repeat for several)")
+    gate.add_argument("--head-run", type=int, action="append", metavar="RUN_ID",
+                      help="a stored head run (repeat for several)")
+    _add_db(gate)
+    gate.add_argument("--markdown", metavar="OUT", help="write the Markdown report (PR comment)")
+    gate.add_argument("--junit", metavar="OUT", help="write a JUnit XML report")
+    gate.add_argument("--json", metavar="OUT", help="write the JSON verdict (- = stdout)")
+    gate.add_argument("--min-effect", action="append", default=[], metavar="METRIC=FRACTION",
+                      help="smallest relative change that counts, e.g. ttft_p99_s=0.1 "
+                           "(defaults: 0.02 medians and throughput, 0.05 p99)")
+    gate.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL")
+    gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    gate.add_argument("--quiet", action="store_true", help="no progress display")
+
+
