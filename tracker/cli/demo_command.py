@@ -21,10 +21,10 @@ def shipped_files() -> tuple[Path, list[Path]]:
 
 
 def cmd_demo(db: str | None, quiet: bool) -> int:
-    from tracker.cli.progress import ProgressPrinter
     from tracker.jobs.execute import execute_suite
     from tracker.reports.run_report import render_run_text
     from tracker.results import RunResult
+    from tracker.runner.progress import ProgressPrinter
     from tracker.store.db import open_store, redact_url, resolve_db_url
 
     config_path, suite_paths = shipped_files()

@@ -1,9 +1,9 @@
-"""Config diffs: two serving-config versions side by side, whichever way they were named.
+"""Naming a config for ``tracker diff`` and ``tracker gate``: a file, a git ref or a stored version.
 
 A config is named by a file (``configs/prod.yaml``), a git ref (``main:configs/prod.yaml``, read
 with ``git show``), or a stored version (``NAME@VERSION`` or a version prefix of 6+ hex digits).
 Files and git refs go through the same validation as ``tracker run`` (a literal secret is
-refused with its value hidden); values that look like secrets are never printed.
+refused with its value hidden). The diff of two is ``tracker.inputs.config_diff``.
 """
 
 from __future__ import annotations
@@ -12,26 +12,15 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from tracker.analysis.attribution import (
-    ABSENT,
-    HIDDEN,
-    Change,
-    compute_mapping_diff,
-    render_value,
-)
 from tracker.errors import ConfigError, TrackerError
 from tracker.inputs.configs import (
     LoadedConfig,
     ServingConfig,
     build_loaded_config,
-    is_secret_key,
     load_config,
-    looks_like_secret_value,
 )
 from tracker.inputs.yamlfile import MAX_YAML_BYTES
 
@@ -113,52 +102,3 @@ def _load_git(ref: str) -> LoadedConfig:
         except TrackerError as exc:  # name the git ref, not the temporary file
             raise type(exc)(str(exc).replace(str(path), ref)) from None
     return LoadedConfig(loaded.config, loaded.version, loaded.canonical, ref)
-
-
-# --- the diff ---------------------------------------------------------------------------------
-
-
-def _looks_secret(path: str, value: Any) -> bool:
-    if isinstance(value, list):
-        return any(_looks_secret(path, item) for item in value)
-    if not isinstance(value, str):
-        return False
-    return looks_like_secret_value(value) or is_secret_key(path.rsplit(".", 1)[-1])
-
-
-def redact(change: Change) -> Change:
-    """The change with any value that looks like a secret replaced by ``(hidden)``."""
-    old = HIDDEN if _looks_secret(change.path, change.old) else change.old
-    new = HIDDEN if _looks_secret(change.path, change.new) else change.new
-    return Change(change.path, old, new, change.at)
-
-
-def compute_config_diff(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[Change]:
-    """What differs between two canonical config bodies (defaults are left out of both)."""
-    return [redact(change) for change in compute_mapping_diff(base, head)]
-
-
-def render_diff_text(base: ConfigSide, head: ConfigSide, changes: Sequence[Change]) -> str:
-    lines = [f"base: {base.title}", f"head: {head.title}"]
-    if not changes:
-        lines.append("no difference: the two configs have the same canonical form")
-        return "\n".join(lines)
-    width = max(len(change.path) for change in changes)
-    lines += [f"  {c.path:<{width}}  {render_value(c.old)} → {render_value(c.new)}"
-              for c in changes]
-    lines.append(f"{len(changes)} difference{'s' if len(changes) != 1 else ''} "
-                 "((default) = not set, the engine's default applies)")
-    return "\n".join(lines)
-
-
-def render_diff_markdown(changes: Sequence[Change]) -> str:
-    if not changes:
-        return "No difference in the config (same canonical form)."
-    rows = ["| key | base | head |", "|---|---|---|"]
-    rows += [f"| `{c.path}` | {_cell(c.old)} | {_cell(c.new)} |" for c in changes]
-    return "\n".join(rows)
-
-
-def _cell(value: Any) -> str:
-    text = render_value(value).replace("|", "\\|")
-    return text if value in (ABSENT, HIDDEN) else f"`{text}`"

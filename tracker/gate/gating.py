@@ -23,13 +23,13 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis import Change, Verdict, compare_samples
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
-from tracker.cli.progress import ProgressPrinter
 from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import ConfigSide, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
 from tracker.metrics import REGISTRY, Direction
 from tracker.results import RequestRecord, RunResult, RunStatus, WorkloadResult
+from tracker.runner.progress import ProgressPrinter
 from tracker.store.runs import fetch_run
 
 

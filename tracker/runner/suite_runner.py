@@ -18,9 +18,9 @@ from tracker.load.bodies import build_request_specs
 from tracker.load.generator import LoadGenerator, RequestSpec
 from tracker.load.phases import Phase, WorkloadPhases, build_plan, compute_phase_result
 from tracker.quality.accuracy import compute_quality_result
-from tracker.quality.asking import run_quality_set
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
+from tracker.runner.quality_client import run_quality_set
 from tracker.targets.resolve import SIM_ENGINE, TargetHandle, open_target
 from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry

@@ -24,11 +24,11 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import ConfigError
 from tracker.eventloop import run_async
+from tracker.jobs.watch import watch_run
 from tracker.metrics import REGISTRY
 from tracker.redaction import redact_data, redact_one_line, register_secret
 from tracker.results import RunResult
 from tracker.scheduling.defaults import WEBHOOK_ENV
-from tracker.scheduling.watch import watch_run
 from tracker.store.queue import AlertDelivery, save_alert_delivery
 from tracker.store.regressions import RegressionRecord, RegressionStatus, fetch_regressions
 
@@ -206,7 +206,7 @@ RegressionSource = Callable[[Engine, RunResult], Sequence[RegressionAlert]]
 
 def analysis_regressions(engine: Engine, run: RunResult) -> list[RegressionAlert]:
     """The regressions ``run`` opened: the nightly watch runs over every series the run extends
-    (``tracker.scheduling.watch.watch_run``, which stores each new change point once), and the open records
+    (``tracker.jobs.watch.watch_run``, which stores each new change point once), and the open records
     whose first run of the new level is ``run`` are added. Only the worse direction alerts."""
     with Session(engine) as session, session.begin():
         found = {record.id: record for record in watch_run(
