@@ -1,7 +1,9 @@
 """The metric registry: every stored metric with its unit and the direction that is better.
 
 A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s);
-only the edges (display, exported JSON) convert to milliseconds.
+only the edges (display, exported JSON) convert to milliseconds. ``COMPARED_METRICS`` is the one
+list a run-vs-run comparison judges (the gate and the dashboard's Compare), and
+``compute_samples`` the values it judges them on.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tracker.results import LatencyStats, WorkloadSummary
+from tracker.results import LatencyStats, WorkloadResult, WorkloadSummary
 
 
 class Direction(StrEnum):
@@ -23,6 +25,12 @@ class Metric:
     unit: str
     direction: Direction
     description: str
+    latency: str | None = None  # the per-request latency it summarises ("ttft"); None: per run
+    statistic: str = "mean"  # of the per-request values; a per-run value: its mean over runs
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction is Direction.LOWER_IS_BETTER
 
 
 LATENCIES = {
@@ -53,7 +61,7 @@ _THROUGHPUTS = (
 
 def _latency_metrics() -> list[Metric]:
     return [
-        Metric(f"{key}_{stat}_s", "s", Direction.LOWER_IS_BETTER, f"{stat} {label}")
+        Metric(f"{key}_{stat}_s", "s", Direction.LOWER_IS_BETTER, f"{stat} {label}", key, stat)
         for key, label in LATENCIES.items()
         for stat in STATISTICS
     ]
@@ -64,6 +72,27 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUG
 
 def get_metric(name: str) -> Metric:
     return REGISTRY[name]
+
+
+# What a run-vs-run comparison judges, per workload: the median and the p99 of the per-request
+# latencies, and the throughputs of each run.
+COMPARED_METRICS: tuple[Metric, ...] = tuple(REGISTRY[name] for name in (
+    *(f"{key}_{stat}_s" for key in ("ttft", "tpot", "e2el") for stat in ("median", "p99")),
+    "request_throughput_per_s", "output_throughput_tokens_per_s"))
+
+
+def compute_samples(metric: Metric, workload: WorkloadResult) -> list[float]:
+    """The values ``metric`` is judged on in one run of a workload: its latency of each
+    successful request (every gap between chunks, for ITL), or the run's one value; empty
+    when it was not measured."""
+    if metric.latency is None:
+        value = compute_summary_metrics(workload.summary).get(metric.name)
+        return [] if value is None else [value]
+    records = [record for record in workload.records if record.ok]
+    if metric.latency == "itl":
+        return [gap for record in records for gap in record.itl_s]
+    values = (getattr(record, f"{metric.latency}_s") for record in records)
+    return [float(value) for value in values if value is not None]
 
 
 def _stats_values(key: str, stats: LatencyStats | None) -> dict[str, float]:

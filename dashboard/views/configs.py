@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from tracker.dashboard import charts, data, ui
-from tracker.dashboard.diffs import compute_diff, diff_frame
+from tracker.dashboard.diffs import diff_frame
+from tracker.inputs.config_diff import compute_config_diff
 
 url = ui.page_start("Configs", "Every version of a serving config the store has seen.")
 names = data.load_trend_options(url).configs
@@ -28,10 +29,10 @@ pairs = list(itertools.pairwise(history))
 if not pairs:
     st.info("A single version so far.")
 for old, new in reversed(pairs):
-    entries = compute_diff(old.canonical, new.canonical)
+    changes = compute_config_diff(old.canonical, new.canonical)
     label = (f"{old.version[:12]} → {new.version[:12]} · {new.first_seen_at:%Y-%m-%d} · "
-             f"{len(entries)} change{'s' if len(entries) != 1 else ''}")
+             f"{len(changes)} change{'s' if len(changes) != 1 else ''}")
     with st.expander(ui.md_text(label), expanded=new is history[-1]):
-        ui.dataframe(diff_frame(entries, old.version[:12], new.version[:12]))
+        ui.dataframe(diff_frame(changes, old.version[:12], new.version[:12]))
 with st.expander(f"Current body ({ui.md_text(history[-1].version[:12])})"):
     ui.show_json(dict(history[-1].canonical))

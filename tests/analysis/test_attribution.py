@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracker.analysis import compute_attribution
-from tracker.analysis.attribution import ABSENT, compute_mapping_diff
+from tracker.inputs.config_diff import ABSENT, compute_config_diff
 
 BASE = {"name": "prod", "target": {"kind": "vllm", "model": "m"},
         "engine": {"max_num_seqs": 256, "block_size": 16}}
@@ -39,7 +39,7 @@ def test_nothing_changed_is_an_answer() -> None:
 
 
 def test_a_key_that_appears_shows_the_default_as_old_value() -> None:
-    changes = compute_mapping_diff(BASE, _with(BASE, kv_cache_dtype="fp8"))
+    changes = compute_config_diff(BASE, _with(BASE, kv_cache_dtype="fp8"))
     assert [(c.path, c.old, c.new) for c in changes] == [("engine.kv_cache_dtype", ABSENT, "fp8")]
 
 

@@ -7,6 +7,10 @@ import random
 import pytest
 
 from tracker.analysis import Outcome, compare_samples
+from tracker.metrics import REGISTRY
+
+TTFT = REGISTRY["ttft_median_s"]  # lower is better, judged by the median
+THROUGHPUT = REGISTRY["output_throughput_tokens_per_s"]  # higher is better, one value per run
 
 
 def _latencies(seed: int, n: int, scale: float = 1.0, sigma: float = 0.1) -> list[float]:
@@ -16,7 +20,7 @@ def _latencies(seed: int, n: int, scale: float = 1.0, sigma: float = 0.1) -> lis
 
 def test_identical_samples_give_no_change() -> None:
     values = _latencies(1, 800)
-    verdict = compare_samples(values, list(values), lower_is_better=True)
+    verdict = compare_samples(values, list(values), TTFT)
     assert verdict.outcome is Outcome.NO_CHANGE
     assert verdict.rel_change == pytest.approx(0.0, abs=1e-12)
     assert verdict.p_value == pytest.approx(1.0)
@@ -24,8 +28,7 @@ def test_identical_samples_give_no_change() -> None:
 
 
 def test_a_huge_latency_increase_is_a_regression_when_lower_is_better() -> None:
-    verdict = compare_samples(_latencies(1, 300), _latencies(2, 300, scale=1.5),
-                              lower_is_better=True)
+    verdict = compare_samples(_latencies(1, 300), _latencies(2, 300, scale=1.5), TTFT)
     assert verdict.outcome is Outcome.REGRESSION and verdict.regressed
     assert verdict.rel_change == pytest.approx(0.5, abs=0.05)
     assert verdict.ci is not None and verdict.ci[0] > 0.4
@@ -33,15 +36,15 @@ def test_a_huge_latency_increase_is_a_regression_when_lower_is_better() -> None:
 
 
 def test_the_same_increase_is_an_improvement_when_higher_is_better() -> None:
-    verdict = compare_samples(_latencies(1, 300), _latencies(2, 300, scale=1.5),
-                              lower_is_better=False)
+    verdict = compare_samples(_latencies(1, 300), _latencies(2, 300, scale=1.5), THROUGHPUT,
+                              statistic="median")
     assert verdict.outcome is Outcome.IMPROVEMENT and verdict.improved
 
 
 def test_a_throughput_drop_over_runs_is_a_regression_when_higher_is_better() -> None:
     base = [[101.0], [99.0], [100.5], [99.5]]
     head = [[80.0], [81.0], [79.0], [80.5]]
-    verdict = compare_samples(base, head, lower_is_better=False)
+    verdict = compare_samples(base, head, THROUGHPUT)
     assert verdict.outcome is Outcome.REGRESSION
     assert verdict.method.startswith("t-test over runs")
     assert verdict.rel_change == pytest.approx(-0.2, abs=0.01)
@@ -49,23 +52,21 @@ def test_a_throughput_drop_over_runs_is_a_regression_when_higher_is_better() -> 
 
 
 def test_one_value_per_side_is_inconclusive_and_asks_for_runs() -> None:
-    verdict = compare_samples([[100.0]], [[50.0]], lower_is_better=False)
+    verdict = compare_samples([[100.0]], [[50.0]], THROUGHPUT)
     assert verdict.outcome is Outcome.INCONCLUSIVE
     assert verdict.runs_needed is not None and verdict.runs_needed >= 2
     assert verdict.p_value is None
 
 
 def test_a_p99_from_too_few_requests_is_inconclusive_with_the_runs_that_would_do() -> None:
-    verdict = compare_samples(_latencies(1, 50), _latencies(2, 50, scale=3.0),
-                              lower_is_better=True, statistic="p99")
+    verdict = compare_samples(_latencies(1, 50), _latencies(2, 50, scale=3.0), TTFT, statistic="p99")
     assert verdict.outcome is Outcome.INCONCLUSIVE
     assert "needs >= 500" in verdict.reason
     assert verdict.runs_needed == 10
 
 
 def test_noisy_small_samples_are_inconclusive_rather_than_no_change() -> None:
-    verdict = compare_samples(_latencies(1, 20, sigma=0.6), _latencies(2, 20, sigma=0.6),
-                              lower_is_better=True)
+    verdict = compare_samples(_latencies(1, 20, sigma=0.6), _latencies(2, 20, sigma=0.6), TTFT)
     assert verdict.outcome is Outcome.INCONCLUSIVE
     assert verdict.runs_needed is not None and verdict.runs_needed > 1
 
@@ -73,10 +74,10 @@ def test_noisy_small_samples_are_inconclusive_rather_than_no_change() -> None:
 def test_a_significant_change_below_the_minimum_effect_is_no_change() -> None:
     base = _latencies(1, 4000, sigma=0.02)
     head = [v * 1.01 for v in _latencies(2, 4000, sigma=0.02)]
-    verdict = compare_samples(base, head, lower_is_better=True)  # default min effect 2 %
+    verdict = compare_samples(base, head, TTFT)  # default min effect 2 %
     assert verdict.p_value is not None and verdict.p_value < 0.01
     assert verdict.outcome is Outcome.NO_CHANGE
-    strict = compare_samples(base, head, lower_is_better=True, min_effect=0.005)
+    strict = compare_samples(base, head, TTFT, min_effect=0.005)
     assert strict.outcome is Outcome.REGRESSION
 
 
@@ -86,8 +87,8 @@ def test_a_tail_only_regression_is_caught_by_p99_not_by_the_median() -> None:
     cut = sorted(base)[int(0.95 * len(base))]
     head_raw = [rng.lognormvariate(0.0, 0.25) for _ in range(3000)]
     head = [v if v <= cut else cut + (v - cut) * 2.0 for v in head_raw]
-    assert compare_samples(base, head, lower_is_better=True, statistic="p99").regressed
-    assert not compare_samples(base, head, lower_is_better=True, statistic="median").regressed
+    assert compare_samples(base, head, TTFT, statistic="p99").regressed
+    assert not compare_samples(base, head, TTFT, statistic="median").regressed
 
 
 def test_repeated_runs_count_run_to_run_drift_as_noise() -> None:
@@ -101,9 +102,8 @@ def test_repeated_runs_count_run_to_run_drift_as_noise() -> None:
 
     base = [run(factors[0]), run(factors[2])]
     head = [run(factors[1]), run(factors[3])]
-    pooled = compare_samples([v for r in base for v in r], [v for r in head for v in r],
-                             lower_is_better=True)
-    by_run = compare_samples(base, head, lower_is_better=True)
+    pooled = compare_samples([v for r in base for v in r], [v for r in head for v in r], TTFT)
+    by_run = compare_samples(base, head, TTFT)
     assert pooled.regressed  # treating requests as independent fakes significance
     assert not by_run.regressed
     assert by_run.method.startswith("t-test over runs")
@@ -111,8 +111,8 @@ def test_repeated_runs_count_run_to_run_drift_as_noise() -> None:
 
 def test_the_bootstrap_is_reproducible_with_a_seed() -> None:
     base, head = _latencies(1, 600, sigma=0.3), _latencies(2, 600, sigma=0.3)
-    first = compare_samples(base, head, lower_is_better=True, statistic="p99", seed=3)
-    again = compare_samples(base, head, lower_is_better=True, statistic="p99", seed=3)
+    first = compare_samples(base, head, TTFT, statistic="p99", seed=3)
+    again = compare_samples(base, head, TTFT, statistic="p99", seed=3)
     assert first == again
 
 
@@ -123,9 +123,26 @@ def test_the_bootstrap_is_reproducible_with_a_seed() -> None:
 ])
 def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        compare_samples([1.0] * 10, [1.0] * 10, lower_is_better=True, **kwargs)  # type: ignore[arg-type]
+        compare_samples([1.0] * 10, [1.0] * 10, TTFT, **kwargs)  # type: ignore[arg-type]
 
 
 def test_non_finite_samples_are_refused() -> None:
     with pytest.raises(ValueError, match="finite"):
-        compare_samples([1.0, float("nan")], [1.0, 2.0], lower_is_better=True)
+        compare_samples([1.0, float("nan")], [1.0, 2.0], TTFT)
+
+
+def test_the_metric_says_which_way_is_worse() -> None:
+    base, head = [[100.0], [101.0], [99.0]], [[120.0], [121.0], [119.0]]
+    assert compare_samples(base, head, REGISTRY["request_throughput_per_s"]).improved
+    slower = compare_samples(base, head, REGISTRY["e2el_median_s"])
+    assert slower.regressed and slower.lower_is_better
+
+
+def test_the_statistic_defaults_to_the_metrics_own() -> None:
+    base, head = _latencies(1, 600, sigma=0.3), _latencies(2, 600, scale=1.3, sigma=0.3)
+    by_metric = compare_samples(base, head, REGISTRY["ttft_p99_s"])
+    assert by_metric.statistic == "p99"
+    assert by_metric == compare_samples(base, head, TTFT, statistic="p99")
+    assert compare_samples([[1.0], [2.0]], [[1.0], [2.0]], THROUGHPUT).statistic == "mean"
+    with pytest.raises(ValueError, match="statistic must be one of"):
+        compare_samples(base, head, REGISTRY["ttft_std_s"])  # a spread is not compared

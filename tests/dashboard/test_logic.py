@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 
 from tracker.cli.main import main
-from tracker.dashboard.diffs import compute_diff, render_diff_lines
 from tracker.dashboard.launch import APP_PATH, build_command
 from tracker.dashboard.overview_state import compute_state, shape_overview
 from tracker.dashboard.trend_series import find_version_changes, shape_trend
 from tracker.dashboard.verdicts import compute_change_points
 from tracker.errors import ConfigError, UsageError
+from tracker.inputs.config_diff import compute_config_diff
+from tracker.reports.diff_report import render_diff_lines
 from tracker.store.db import DB_URL_ENV
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -23,14 +24,14 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 def test_diff_reports_changed_added_and_removed_nested_keys() -> None:
     old = {"engine": {"max_num_seqs": 8, "block_size": 16}, "target": {"model": "m"}}
     new = {"engine": {"max_num_seqs": 4, "kv_cache_dtype": "fp8"}, "target": {"model": "m"}}
-    entries = compute_diff(old, new)
-    assert [(e.path, e.kind) for e in entries] == [
+    changes = compute_config_diff(old, new)
+    assert [(c.path, c.kind) for c in changes] == [
         ("engine.block_size", "removed"), ("engine.kv_cache_dtype", "added"),
         ("engine.max_num_seqs", "changed")]
-    assert render_diff_lines(entries, limit=2) == [
-        "engine.block_size: 16 → (not set)", "engine.kv_cache_dtype: (not set) → fp8",
+    assert render_diff_lines(changes, limit=2) == [
+        "engine.block_size: 16 → (default)", "engine.kv_cache_dtype: (default) → fp8",
         "… and 1 more"]
-    assert compute_diff(old, old) == []
+    assert compute_config_diff(old, old) == []
 
 
 def _series(values: list[float], versions: list[str]) -> pd.DataFrame:

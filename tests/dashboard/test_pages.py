@@ -117,9 +117,9 @@ def test_compare_shows_verdicts_and_the_config_diff(monkeypatch: pytest.MonkeyPa
     every_metric, config_diff = tables[0], tables[1]
     assert set(every_metric["verdict"].dropna()) <= {"regression", "improvement", "no_change",
                                                       "inconclusive"}
-    assert every_metric["verdict"].notna().sum() == 2 * (4 * 2 + 2)  # workloads x judged
+    assert every_metric["verdict"].notna().sum() == 2 * (3 * 2 + 2)  # workloads x judged
     assert config_diff.values.tolist() == [["engine.max_num_seqs", "changed", "8", "4"]]
-    assert sum(int(m.value) for m in app.metric) == 20
+    assert sum(int(m.value) for m in app.metric) == 16
 
 
 def test_compare_two_config_versions_picks_their_latest_runs(

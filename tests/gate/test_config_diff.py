@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tracker.cli.main import main
-from tracker.gate.config_refs import compute_config_diff
+from tracker.inputs.config_diff import compute_config_diff
 from tracker.inputs.configs import load_config
 from tracker.store.db import open_store
 from tracker.store.runs import save_config_version
@@ -174,4 +174,5 @@ def test_a_huge_file_in_a_git_ref_is_refused_before_it_is_parsed(
 def test_a_secret_inside_a_list_is_hidden_in_a_diff() -> None:
     token = "hf_" + "a1" * 15
     changes = compute_config_diff({"c": ["vllm", "serve"]}, {"c": ["sh", "-c", f"T={token} x"]})
-    assert [(c.path, c.old, c.new) for c in changes] == [("c", ["vllm", "serve"], "(hidden)")]
+    assert [(c.path, c.old, c.new) for c in changes] == [
+        ("c", ["vllm", "serve"], ["sh", "-c", "T=[redacted] x"])]

@@ -58,3 +58,16 @@ def test_the_dashboard_does_not_compare_a_client_bound_workload() -> None:
     base = _run(1, 0.100, client_bound=False)
     assert len(compute_verdicts(base, _run(2, 0.200, client_bound=False))) > 0
     assert compute_verdicts(base, _run(3, 0.200, client_bound=True)).empty
+
+
+def test_the_gate_and_the_dashboard_judge_the_same_metrics_the_same_way() -> None:
+    base, head = _run(1, 0.100, client_bound=False), _run(2, 0.200, client_bound=False)
+    rows = compute_gate_rows([base], [head], GateOptions())
+    verdicts = compute_verdicts(base, head)
+    assert [row.metric for row in rows] == list(verdicts["metric"]) == [
+        "ttft_median_s", "ttft_p99_s", "tpot_median_s", "tpot_p99_s", "e2el_median_s",
+        "e2el_p99_s", "request_throughput_per_s", "output_throughput_tokens_per_s"]
+    by_metric = dict(zip(verdicts["metric"], verdicts["outcome"], strict=True))
+    assert by_metric["ttft_median_s"] == "regression"  # twice the TTFT, on both faces
+    assert all(row.verdict is not None and row.verdict.outcome.value == by_metric[row.metric]
+               for row in rows if row.metric.endswith("_median_s"))

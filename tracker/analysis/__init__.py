@@ -1,17 +1,18 @@
 """The tracker's judgement: statistics, run-vs-run verdicts, change points. Pure: no I/O.
 
-Public API (documented in README.md):
+Public API (documented in docs/gate.md):
 
-- ``compare_samples(base, head, *, lower_is_better) -> Verdict``
+- ``compare_samples(base, head, metric) -> Verdict`` (a ``tracker.metrics`` metric: its direction)
 - ``detect_change_points(values) -> list[ChangePoint]``
 - ``ChangeMonitor().observe(value) -> list[ChangePoint]``
 - ``compute_attribution(...) -> Attribution`` (what changed around a change point)
 """
 
-from tracker.analysis.attribution import Attribution, Change, compute_attribution
+from tracker.analysis.attribution import Attribution, compute_attribution
 from tracker.analysis.changepoints import ChangePoint, detect_change_points
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
 from tracker.analysis.monitor import ChangeMonitor
+from tracker.inputs.config_diff import Change
 
 __all__ = [
     "Attribution",

@@ -1,8 +1,9 @@
 """Run-vs-run comparison: is head worse than base, better, the same, or can we not tell yet?
 
-``compare_samples`` takes per-request samples of one run per side, or repeated runs (a list of
-runs, each a list of per-request values; one value per run for run-level metrics such as
-throughput). It picks a calibrated method for what it was given:
+``compare_samples`` judges one metric of the registry (``tracker.metrics``): its direction says
+which way is worse, its statistic what is compared. It takes per-request samples of one run per
+side, or repeated runs (a list of runs, each a list of per-request values; one value per run for
+run-level metrics such as throughput). It picks a calibrated method for what it was given:
 
 - one run per side, ``statistic="median"``: Mann-Whitney U on the per-request values, with the
   Hodges-Lehmann shift of the log values and the interval that inverts the same test;
@@ -38,6 +39,7 @@ from tracker.analysis.stats import (
     student_t_ppf,
     student_t_two_sided_p,
 )
+from tracker.metrics import Metric
 
 
 class Outcome(StrEnum):
@@ -125,16 +127,18 @@ Samples = Sequence[float] | Sequence[Sequence[float]]
 def compare_samples(
     base: Samples,
     head: Samples,
+    metric: Metric,
     *,
-    lower_is_better: bool,
-    statistic: str = "median",
+    statistic: str | None = None,
     min_effect: float | None = None,
     confidence: float = 0.95,
     resamples: int = 1000,
     seed: int = 0,
 ) -> Verdict:
-    """Compare ``head`` with ``base``. Each is a list of per-request values (one run) or a list
-    of runs (each a list of values). ``lower_is_better`` says which direction is a regression."""
+    """Compare ``head`` with ``base`` on ``metric``. Each is a list of per-request values (one
+    run) or a list of runs (each a list of values). The metric's direction says which way is a
+    regression; ``statistic`` (default: the metric's own) what is compared."""
+    statistic = metric.statistic if statistic is None else statistic
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)} (got {statistic!r})")
     if not 0.5 < confidence < 1.0:
@@ -142,7 +146,7 @@ def compare_samples(
     effect = DEFAULT_MIN_EFFECT[statistic] if min_effect is None else min_effect
     if effect < 0.0:
         raise ValueError(f"min_effect must be >= 0 (got {effect})")
-    request = _Request(_as_runs(base, "base"), _as_runs(head, "head"), lower_is_better,
+    request = _Request(_as_runs(base, "base"), _as_runs(head, "head"), metric.lower_is_better,
                        statistic, effect, confidence, resamples, seed)
     shortfall = _sample_shortfall(request)
     if shortfall is not None:

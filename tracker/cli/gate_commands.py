@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from tracker.cli.output import write_json, write_text
 from tracker.errors import ExitCode, UsageError
-from tracker.gate.config_refs import compute_config_diff, load_config_ref, render_diff_text
+from tracker.gate.config_refs import load_config_ref
+from tracker.inputs.config_diff import compute_config_diff
 from tracker.inputs.suites import load_suite
 from tracker.redaction import redact_text
+from tracker.reports.diff_report import render_diff_text
 
 if TYPE_CHECKING:
     from tracker.gate.gating import GateOptions, GateResult
@@ -29,7 +31,7 @@ def dispatch(args: argparse.Namespace) -> int:
 def cmd_diff(base_ref: str, head_ref: str, db: str | None) -> int:
     base, head = load_config_ref(base_ref, db), load_config_ref(head_ref, db)
     changes = compute_config_diff(base.loaded.canonical, head.loaded.canonical)
-    print(render_diff_text(base, head, changes))
+    print(render_diff_text(base.title, head.title, changes))
     return ExitCode.OK
 
 

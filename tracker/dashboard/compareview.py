@@ -9,8 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from tracker.dashboard import data, runview, ui
-from tracker.dashboard.diffs import compute_diff, diff_frame
+from tracker.dashboard.diffs import diff_frame
 from tracker.dashboard.trend_series import display_unit, metric_label
+from tracker.inputs.config_diff import compute_config_diff
 from tracker.results import RunResult
 
 TWO_RUNS, TWO_VERSIONS = "Two runs", "Two config versions"
@@ -143,10 +144,10 @@ def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) ->
 
 
 def config_diff(base: RunResult, head: RunResult) -> pd.DataFrame:
-    return diff_frame(compute_diff(base.config_body, head.config_body),
+    return diff_frame(compute_config_diff(base.config_body, head.config_body),
                       f"base #{base.run_id}", f"head #{head.run_id}")
 
 
 def environment_diff(base: RunResult, head: RunResult) -> pd.DataFrame:
-    return diff_frame(compute_diff(base.environment, head.environment),
+    return diff_frame(compute_config_diff(base.environment, head.environment),
                       f"base #{base.run_id}", f"head #{head.run_id}")

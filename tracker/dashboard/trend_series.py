@@ -8,13 +8,15 @@ from typing import Any
 
 import pandas as pd
 
-from tracker.dashboard.diffs import compute_diff, render_diff_lines
-from tracker.metrics import REGISTRY, Direction
+from tracker.inputs.config_diff import compute_config_diff
+from tracker.metrics import REGISTRY
+from tracker.reports.diff_report import render_diff_lines
 
 SERIES_KEYS = ["config", "suite", "workload"]
 NOISE_WINDOW_RUNS = 10
 NOISE_MIN_RUNS = 4
 NOISE_SIGMAS = 2.0
+DIFF_HOVER_LINES = 12  # a version marker's hover lists at most this many changed keys
 LATENCY_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
 STAT_LABELS = {"mean": "mean", "median": "median (p50)", "std": "std", "p90": "p90", "p99": "p99"}
 THROUGHPUT_LABELS = {
@@ -56,10 +58,6 @@ def metric_label(metric: str) -> str:
     if latency is not None:
         return f"{latency_label(latency[0])} {STAT_LABELS[latency[1]]}"
     return metric.removesuffix("_per_s").replace("_", " ")
-
-
-def lower_is_better(metric: str) -> bool:
-    return REGISTRY[metric].direction is Direction.LOWER_IS_BETTER
 
 
 def series_label(config: str, suite: str, workload: str) -> str:
@@ -108,5 +106,6 @@ def find_version_changes(shaped: pd.DataFrame,
 def _diff_text(versions: Mapping[str, Mapping[str, Any]], old: str, new: str) -> str:
     if old not in versions or new not in versions:
         return "(config bodies not stored)"
-    lines = render_diff_lines(compute_diff(versions[old], versions[new]))
+    lines = render_diff_lines(compute_config_diff(versions[old], versions[new]),
+                              limit=DIFF_HOVER_LINES)
     return "\n".join(lines) if lines else "(no difference in the canonical body)"

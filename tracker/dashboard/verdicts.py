@@ -12,25 +12,14 @@ import random
 import pandas as pd
 
 from tracker.analysis import Verdict, compare_samples, detect_change_points
-from tracker.dashboard.trend_series import display_unit, lower_is_better
+from tracker.dashboard.trend_series import display_unit
+from tracker.metrics import COMPARED_METRICS, Metric, compute_samples
 from tracker.results import RunResult, WorkloadResult
 
-VERDICT_LATENCIES = ("ttft", "tpot", "itl", "e2el")
-VERDICT_STATISTICS = ("median", "p99")
-VERDICT_THROUGHPUTS = ("request_throughput_per_s", "output_throughput_tokens_per_s")
 MAX_SAMPLES = 1000
 RESAMPLES = 400
 VERDICT_COLUMNS = ["workload", "metric", "outcome", "rel_change", "ci_low", "ci_high",
                    "p_value", "samples", "reason"]
-
-
-def request_samples(workload: WorkloadResult, key: str) -> list[float]:
-    """Per-request values of latency ``key`` over the workload's successful requests."""
-    records = [r for r in workload.records if r.ok]
-    if key == "itl":
-        return [gap for record in records for gap in record.itl_s]
-    values = (getattr(record, f"{key}_s") for record in records)
-    return [float(v) for v in values if v is not None]
 
 
 def _capped(values: list[float]) -> list[float]:
@@ -46,41 +35,32 @@ def _row(workload: str, metric: str, verdict: Verdict, samples: str) -> tuple[ob
 
 
 def compute_verdicts(base: RunResult, head: RunResult) -> pd.DataFrame:
-    """The analysis' verdict on each headline metric of every workload the runs share
-    (client-bound workloads are not compared)."""
+    """The analysis' verdict on each compared metric (``tracker.metrics.COMPARED_METRICS``, the
+    gate's) of every workload the runs share (client-bound workloads are not compared)."""
     heads = {w.name: w for w in head.workloads}
     rows = []
     for workload in base.workloads:
         other = heads.get(workload.name)
         if other is None or workload.client_bound or other.client_bound:
             continue  # a client-bound workload measured the load generator, not the server
-        for key in VERDICT_LATENCIES:
-            before, after = request_samples(workload, key), request_samples(other, key)
-            note = f"{len(before)} vs {len(after)}"
-            if max(len(before), len(after)) > MAX_SAMPLES:
-                note += f" (random {MAX_SAMPLES} per side)"
-            before, after = _capped(before), _capped(after)
-            for statistic in VERDICT_STATISTICS:
-                metric = f"{key}_{statistic}_s"
-                verdict = compare_samples(before, after, lower_is_better=True,
-                                          statistic=statistic, resamples=RESAMPLES)
-                rows.append(_row(workload.name, metric, verdict, note))
-        for metric in VERDICT_THROUGHPUTS:
-            rows.extend(_throughput_row(workload, other, metric))
+        for metric in COMPARED_METRICS:
+            rows.extend(_verdict_row(workload, other, metric))
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
-def _throughput_row(base: WorkloadResult, head: WorkloadResult,
-                    metric: str) -> list[tuple[object, ...]]:
-    attribute = {"request_throughput_per_s": "request_throughput_per_s",
-                 "output_throughput_tokens_per_s": "output_throughput_tokens_per_s"}[metric]
-    before = getattr(base.summary, attribute)
-    after = getattr(head.summary, attribute)
-    if before is None or after is None:
-        return []
-    verdict = compare_samples([[before]], [[after]], lower_is_better=lower_is_better(metric),
-                              statistic="mean")
-    return [_row(base.name, metric, verdict, "1 run vs 1 run")]
+def _verdict_row(base: WorkloadResult, head: WorkloadResult,
+                 metric: Metric) -> list[tuple[object, ...]]:
+    before, after = compute_samples(metric, base), compute_samples(metric, head)
+    if metric.latency is None:  # one value per run
+        if not before or not after:
+            return []
+        verdict = compare_samples([before], [after], metric)
+        return [_row(base.name, metric.name, verdict, "1 run vs 1 run")]
+    note = f"{len(before)} vs {len(after)}"
+    if max(len(before), len(after)) > MAX_SAMPLES:
+        note += f" (random {MAX_SAMPLES} per side)"
+    verdict = compare_samples(_capped(before), _capped(after), metric, resamples=RESAMPLES)
+    return [_row(base.name, metric.name, verdict, note)]
 
 
 def compute_change_points(shaped: pd.DataFrame) -> pd.DataFrame:

@@ -14,21 +14,22 @@ gate shows its ``Verdict`` and decides nothing itself. Exit codes: 0 pass, 1 reg
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.analysis import Change, Verdict, compare_samples
+from tracker.analysis import Verdict, compare_samples
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.errors import ExitCode, UsageError
-from tracker.gate.config_refs import ConfigSide, compute_config_diff
+from tracker.gate.config_refs import ConfigSide
+from tracker.inputs.config_diff import Change, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
-from tracker.metrics import REGISTRY, Direction
-from tracker.results import RequestRecord, RunResult, RunStatus, WorkloadResult
+from tracker.metrics import COMPARED_METRICS, Metric, compute_samples
+from tracker.results import RunResult, RunStatus, WorkloadResult
 from tracker.runner.progress import ProgressPrinter
 from tracker.store.runs import fetch_run
 
@@ -39,32 +40,14 @@ class GateOutcome(StrEnum):
     NOT_MEASURED = "not_measured"
 
 
-@dataclass(frozen=True, slots=True)
-class GateMetric:
-    """A metric the gate compares: per-request latencies by a statistic, or a per-run value."""
-
-    name: str  # the registry name, e.g. ttft_median_s
-    label: str  # for people, e.g. "TTFT median"
-    statistic: str
-    request_value: Callable[[RequestRecord], float | None] | None = None
-    run_value: Callable[[WorkloadResult], float | None] | None = None
+GATE_METRICS: tuple[Metric, ...] = COMPARED_METRICS  # the dashboard's Compare judges the same
 
 
-def _latency(key: str) -> Callable[[RequestRecord], float | None]:
-    def value(record: RequestRecord) -> float | None:
-        result: float | None = getattr(record, f"{key}_s")
-        return result
-    return value
-
-
-GATE_METRICS: tuple[GateMetric, ...] = (
-    *(GateMetric(f"{key}_{stat}_s", f"{key.upper()} {stat}", stat, request_value=_latency(key))
-      for key in ("ttft", "tpot", "e2el") for stat in ("median", "p99")),
-    GateMetric("request_throughput_per_s", "request throughput", "mean",
-               run_value=lambda w: w.summary.request_throughput_per_s),
-    GateMetric("output_throughput_tokens_per_s", "output throughput", "mean",
-               run_value=lambda w: w.summary.output_throughput_tokens_per_s),
-)
+def _label(metric: Metric) -> str:
+    """``TTFT median``, ``request throughput``: the metric as the report's rows name it."""
+    if metric.latency is not None:
+        return f"{metric.latency.upper()} {metric.statistic}"
+    return metric.name.removesuffix("_per_s").removesuffix("_tokens").replace("_", " ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,19 +90,12 @@ def _workload(run: RunResult, name: str) -> WorkloadResult | None:
     return next((w for w in run.workloads if w.name == name), None)
 
 
-def _samples(metric: GateMetric, workloads: Sequence[WorkloadResult]) -> list[list[float]]:
-    runs: list[list[float]] = []
-    for workload in workloads:
-        if metric.request_value is not None:
-            values = [metric.request_value(r) for r in workload.records if r.ok]
-            runs.append([v for v in values if v is not None])
-        elif metric.run_value is not None:
-            value = metric.run_value(workload)
-            runs.append([] if value is None else [value])
+def _samples(metric: Metric, workloads: Sequence[WorkloadResult]) -> list[list[float]]:
+    runs = (compute_samples(metric, workload) for workload in workloads)
     return [run for run in runs if run]
 
 
-def _min_effect(metric: GateMetric, options: GateOptions) -> float:
+def _min_effect(metric: Metric, options: GateOptions) -> float:
     if metric.name in options.min_effect:
         return options.min_effect[metric.name]
     return DEFAULT_MIN_EFFECT[metric.statistic]
@@ -139,23 +115,21 @@ def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
     return rows
 
 
-def _row(name: str, metric: GateMetric, base: Sequence[WorkloadResult],
+def _row(name: str, metric: Metric, base: Sequence[WorkloadResult],
          head: Sequence[WorkloadResult], options: GateOptions) -> GateRow:
-    registered = REGISTRY[metric.name]
+    label = _label(metric)
     bound = _client_bound_note(base, head)
     if bound is not None:
-        return GateRow(name, metric.name, metric.label, registered.unit, None, bound)
+        return GateRow(name, metric.name, label, metric.unit, None, bound)
     base_samples, head_samples = _samples(metric, base), _samples(metric, head)
     if not base_samples or not head_samples:
         side = "base" if not base_samples else "head"
-        return GateRow(name, metric.name, metric.label, registered.unit, None,
+        return GateRow(name, metric.name, label, metric.unit, None,
                        f"not measured in the {side} run(s)")
-    verdict = compare_samples(
-        base_samples, head_samples,
-        lower_is_better=registered.direction is Direction.LOWER_IS_BETTER,
-        statistic=metric.statistic, min_effect=_min_effect(metric, options),
-        confidence=options.confidence, seed=options.seed)
-    return GateRow(name, metric.name, metric.label, registered.unit, verdict)
+    verdict = compare_samples(base_samples, head_samples, metric,
+                              min_effect=_min_effect(metric, options),
+                              confidence=options.confidence, seed=options.seed)
+    return GateRow(name, metric.name, label, metric.unit, verdict)
 
 
 def _client_bound_note(base: Sequence[WorkloadResult],

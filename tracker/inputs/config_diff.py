@@ -2,9 +2,10 @@
 
 Pure. Every leaf whose value differs is a ``Change`` at its dotted key path, sorted by path. A key
 set on one side only shows ``ABSENT`` on the other (rendered ``(default)``: not set, the
-engine's default applies). Redaction is built in: a value that looks like a secret, or sits
-under a key that names one, comes out as ``HIDDEN``, and every other string has passed
-``tracker.redaction``, so a diff may be printed, stored, rendered or sent as it is.
+engine's default applies). Redaction is built in: every string passes ``tracker.redaction``
+(a key inside a longer text becomes ``[redacted]``), and a value that still looks like a secret,
+or sits under a key that names one, comes out as ``HIDDEN``; so a diff may be printed, stored,
+rendered or sent as it is.
 """
 
 from __future__ import annotations
@@ -91,15 +92,16 @@ def _flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _shown(path: str, value: Any) -> Any:
+    """The value through the one redaction; ``HIDDEN`` where what is left still looks like a
+    secret (the config check's rule is stricter than the redaction) or the key names one."""
     if value is ABSENT:
         return value
-    if _looks_secret(path, value):
-        return HIDDEN
-    return redact_data(value)
+    redacted = redact_data(value)
+    return HIDDEN if _looks_secret(path, redacted) else redacted
 
 
 def _looks_secret(path: str, value: Any) -> bool:
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return any(_looks_secret(path, item) for item in value)
     if not isinstance(value, str):
         return False

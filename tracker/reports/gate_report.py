@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from tracker.analysis import Outcome, Verdict
-from tracker.gate.config_refs import render_diff_markdown
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
 from tracker.redaction import escape_markdown
+from tracker.reports.diff_report import render_diff_markdown
 
 JSON_SCHEMA = "tracker.gate.gating/1"
 SYMBOLS = {
