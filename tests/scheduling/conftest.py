@@ -17,7 +17,8 @@ from tests.simconfigs import FAST_SIM
 from tracker.scheduling.queueing import utc_now
 from tracker.scheduling.schedules import CLI_SOURCE, ScheduleSpec, build_schedule_row
 from tracker.store.db import open_store
-from tracker.store.queue import RunRequest, fetch_requests, save_schedule
+from tracker.store.run_queue import RunRequest, fetch_requests
+from tracker.store.schedule_rows import save_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 

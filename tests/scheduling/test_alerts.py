@@ -28,7 +28,8 @@ from tracker.scheduling.alerts import (
 )
 from tracker.scheduling.queueing import enqueue_schedule
 from tracker.scheduling.worker import Worker, WorkerSettings
-from tracker.store.queue import RequestStatus, fetch_alert_deliveries
+from tracker.store.alert_deliveries import fetch_alert_deliveries
+from tracker.store.run_queue import RequestStatus
 from tracker.store.runs import fetch_run
 from tracker.targets.launcher import find_free_port
 

@@ -13,7 +13,7 @@ from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.results import RunStatus
 from tracker.scheduling.queueing import enqueue_schedule, load_request_inputs, reap_stale
-from tracker.store.queue import (
+from tracker.store.run_queue import (
     RequestStatus,
     RunRequest,
     claim_request,

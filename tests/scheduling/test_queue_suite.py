@@ -21,7 +21,7 @@ from tracker.store.db import open_store
 from tracker.store.measurements import fetch_quality
 from tracker.store.models import RunModel, SuiteModel
 from tracker.store.models_scheduling import RunRequestModel
-from tracker.store.queue import RequestStatus, RunRequest
+from tracker.store.run_queue import RequestStatus, RunRequest
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 SHIPPED_SUITE = ROOT / "baselines" / "chat-short.yaml"  # asks baselines/quality/basic.jsonl

@@ -19,7 +19,7 @@ from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker, 
 from tracker.errors import LockHeldError
 from tracker.scheduling.scheduler import SchedulerSettings, TrackerScheduler
 from tracker.store.db import alembic_config, open_store
-from tracker.store.queue import delete_schedule
+from tracker.store.schedule_rows import delete_schedule
 
 EVERY_2_S = "*/2 * * * * *"
 SETTINGS = SchedulerSettings(misfire_grace_s=60, sync_interval_s=0.5, stale_after_s=60)

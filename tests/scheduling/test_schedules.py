@@ -15,7 +15,7 @@ from tracker.scheduling.schedules import (
     load_schedules,
     parse_labels,
 )
-from tracker.store.queue import labels_match
+from tracker.store.run_queue import labels_match
 
 
 def _write(tmp_path: Path, text: str) -> Path:

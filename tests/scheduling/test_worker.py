@@ -19,7 +19,7 @@ from tracker.scheduling.queueing import enqueue_schedule
 from tracker.scheduling.worker import with_gpus
 from tracker.store.db import open_store
 from tracker.store.models import RunModel, WorkloadResultModel
-from tracker.store.queue import RequestStatus
+from tracker.store.run_queue import RequestStatus
 from tracker.store.runs import fetch_run
 
 FAST_WORKER = ("--heartbeat-s", "0.2", "--stale-after-s", "1.5", "--poll-s", "0.1")

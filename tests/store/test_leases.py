@@ -27,7 +27,7 @@ from tracker.store.leases import (
     take_run_lease,
 )
 from tracker.store.models import RunModel
-from tracker.store.queue import (
+from tracker.store.run_queue import (
     NewRequest,
     RequestStatus,
     claim_request,

@@ -43,12 +43,10 @@ from tracker.scheduling.schedules import (
 from tracker.scheduling.signals import stop_on_signals
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.db import open_store, redact_url, resolve_db_url
-from tracker.store.queue import (
-    RequestStatus,
-    RunRequest,
+from tracker.store.run_queue import RequestStatus, RunRequest, fetch_requests
+from tracker.store.schedule_rows import (
     ScheduleRow,
     delete_schedule,
-    fetch_requests,
     fetch_schedules,
     replace_file_schedules,
     save_schedule,

@@ -29,7 +29,7 @@ from tracker.metrics import REGISTRY
 from tracker.redaction import redact_data, redact_one_line, register_secret
 from tracker.results import RunResult
 from tracker.scheduling.defaults import WEBHOOK_ENV
-from tracker.store.queue import AlertDelivery, save_alert_delivery
+from tracker.store.alert_deliveries import AlertDelivery, save_alert_delivery
 from tracker.store.regressions import RegressionRecord, RegressionStatus, fetch_regressions
 
 log = logging.getLogger(__name__)

@@ -28,17 +28,15 @@ from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import QualityItem, QualitySet, compute_set_version
 from tracker.scheduling.schedules import build_trigger, compute_slot
 from tracker.store.db import retry_when_locked
-from tracker.store.queue import (
+from tracker.store.run_queue import (
     NewRequest,
     ReapedRequest,
     RunRequest,
-    ScheduleRow,
     enqueue_requests,
-    fetch_schedule,
     heartbeat_request,
-    mark_schedule_fired,
     reap_stale_requests,
 )
+from tracker.store.schedule_rows import ScheduleRow, fetch_schedule, mark_schedule_fired
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

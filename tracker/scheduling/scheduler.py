@@ -41,7 +41,7 @@ from tracker.scheduling.locks import DatabaseLock
 from tracker.scheduling.queueing import enqueue_schedule, reap_stale
 from tracker.scheduling.schedules import build_trigger
 from tracker.store.db import create_store_engine
-from tracker.store.queue import ScheduleRow, fetch_schedules
+from tracker.store.schedule_rows import ScheduleRow, fetch_schedules
 
 log = logging.getLogger(__name__)
 

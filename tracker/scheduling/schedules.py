@@ -12,7 +12,7 @@ A ``schedules.yaml``::
         labels: {gpu: h100}        # only workers started with --labels gpu=h100 take them
 
 Paths are relative to the file. Validated once here (``extra="forbid"``); inside, a schedule is
-a ``tracker.store.queue.ScheduleRow`` with absolute paths.
+a ``tracker.store.schedule_rows.ScheduleRow`` with absolute paths.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tracker.errors import ConfigError
 from tracker.inputs.configs import NAME_PATTERN, load_config
 from tracker.inputs.suites import load_suite
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model, where
-from tracker.store.queue import ScheduleRow
+from tracker.store.schedule_rows import ScheduleRow
 
 LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CRON_FIELDS = ("minute", "hour", "day", "month", "day_of_week")

@@ -38,7 +38,7 @@ from tracker.scheduling.alerts import (
 from tracker.scheduling.defaults import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S
 from tracker.scheduling.queueing import Heartbeat, load_request_inputs, reap_stale, utc_now
 from tracker.store.db import retry_when_locked
-from tracker.store.queue import (
+from tracker.store.run_queue import (
     RequestStatus,
     RunRequest,
     claim_request,

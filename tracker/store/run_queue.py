@@ -1,5 +1,6 @@
-"""Schedules, the run-request queue and alert deliveries. Every function takes a Session; the
-caller owns the transaction (as in ``tracker.store.runs``).
+"""The run-request queue: enqueue, claim, heartbeat, finish, release, and the reaper of requests
+whose worker went silent. Every function takes a Session; the caller owns the transaction (as in
+``tracker.store.runs``).
 
 Claiming is safe with many workers: on PostgreSQL the candidate row is locked with
 ``SELECT … FOR UPDATE SKIP LOCKED`` (workers never wait on each other), and on every backend the
@@ -14,13 +15,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from tracker.results import RunStatus
 from tracker.store.models import RunModel, WorkloadResultModel
-from tracker.store.models_scheduling import AlertDeliveryModel, RunRequestModel, ScheduleModel
+from tracker.store.models_scheduling import RunRequestModel
 from tracker.store.runs import finish_run
 
 MAX_ATTEMPTS = 2  # a request whose worker died is requeued once, then marked failed
@@ -31,20 +32,6 @@ class RequestStatus(StrEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRow:
-    name: str
-    cron: str
-    timezone: str
-    configs: tuple[str, ...]
-    suites: tuple[str, ...]
-    repeats: int
-    labels: Mapping[str, str]
-    source: str  # the schedules file it came from, or "cli"
-    last_fired_at: datetime | None = None
-    last_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,78 +82,9 @@ class ReapedRequest:
     requeued: bool
 
 
-@dataclass(frozen=True, slots=True)
-class AlertDelivery:
-    run_id: int | None
-    destination: str
-    status: str  # sent | failed
-    attempts: int
-    http_status: int | None
-    error: str | None
-    payload: Mapping[str, Any]
-    created_at: datetime
-
-
 def labels_match(required: Mapping[str, str], offered: Mapping[str, str]) -> bool:
     """A worker may take a request when it carries every label the request asks for."""
     return all(offered.get(key) == value for key, value in required.items())
-
-
-# --- schedules -----------------------------------------------------------------------------
-
-
-def save_schedule(session: Session, row: ScheduleRow, now: datetime) -> None:
-    """Insert or replace the schedule named ``row.name`` (its firing history is kept)."""
-    values: dict[str, Any] = {
-        "cron": row.cron, "timezone": row.timezone, "configs": list(row.configs),
-        "suites": list(row.suites), "repeats": row.repeats, "labels": dict(row.labels),
-        "source": row.source, "updated_at": now,
-    }
-    found = session.scalar(select(ScheduleModel).where(ScheduleModel.name == row.name))
-    if found is None:
-        session.add(ScheduleModel(name=row.name, last_fired_at=None, last_error=None, **values))
-    else:
-        for key, value in values.items():
-            setattr(found, key, value)
-    session.flush()
-
-
-def replace_file_schedules(session: Session, source: str, rows: Sequence[ScheduleRow],
-                           now: datetime) -> list[str]:
-    """Make the schedules from file ``source`` exactly ``rows``; returns the names removed."""
-    keep = {row.name for row in rows}
-    stale = session.scalars(select(ScheduleModel.name).where(ScheduleModel.source == source)).all()
-    removed = sorted(name for name in stale if name not in keep)
-    if removed:
-        session.execute(delete(ScheduleModel).where(ScheduleModel.name.in_(removed)))
-    for row in rows:
-        save_schedule(session, row, now)
-    return removed
-
-
-def delete_schedule(session: Session, name: str) -> bool:
-    result = session.execute(delete(ScheduleModel).where(ScheduleModel.name == name))
-    return bool(getattr(result, "rowcount", 0))
-
-
-def fetch_schedules(session: Session) -> list[ScheduleRow]:
-    rows = session.scalars(select(ScheduleModel).order_by(ScheduleModel.name)).all()
-    return [_schedule(row) for row in rows]
-
-
-def fetch_schedule(session: Session, name: str) -> ScheduleRow | None:
-    row = session.scalar(select(ScheduleModel).where(ScheduleModel.name == name))
-    return None if row is None else _schedule(row)
-
-
-def _schedule(row: ScheduleModel) -> ScheduleRow:
-    return ScheduleRow(row.name, row.cron, row.timezone, tuple(row.configs), tuple(row.suites),
-                       row.repeats, dict(row.labels), row.source, row.last_fired_at, row.last_error)
-
-
-def mark_schedule_fired(session: Session, name: str, fired_at: datetime, error: str | None) -> None:
-    session.execute(update(ScheduleModel).where(ScheduleModel.name == name)
-                    .values(last_fired_at=fired_at, last_error=error))
 
 
 # --- enqueue -------------------------------------------------------------------------------
@@ -364,23 +282,3 @@ def _request(row: RunRequestModel) -> RunRequest:
         worker_id=row.worker_id, gpus=row.gpus, enqueued_at=row.enqueued_at,
         claimed_at=row.claimed_at, heartbeat_at=row.heartbeat_at, finished_at=row.finished_at,
         run_id=row.run_id, error=row.error)
-
-
-# --- alert deliveries ----------------------------------------------------------------------
-
-
-def save_alert_delivery(session: Session, delivery: AlertDelivery) -> None:
-    session.add(AlertDeliveryModel(
-        run_id=delivery.run_id, destination=delivery.destination, status=delivery.status,
-        attempts=delivery.attempts, http_status=delivery.http_status, error=delivery.error,
-        payload=dict(delivery.payload), created_at=delivery.created_at))
-    session.flush()
-
-
-def fetch_alert_deliveries(session: Session, run_id: int | None = None) -> list[AlertDelivery]:
-    query = select(AlertDeliveryModel).order_by(AlertDeliveryModel.id)
-    if run_id is not None:
-        query = query.where(AlertDeliveryModel.run_id == run_id)
-    return [AlertDelivery(row.run_id, row.destination, row.status, row.attempts, row.http_status,
-                          row.error, row.payload, row.created_at)
-            for row in session.scalars(query).all()]

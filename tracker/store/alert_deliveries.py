@@ -1,0 +1,45 @@
+"""Alert deliveries: every webhook attempt, sent or not, with the payload it carried (the webhook
+URL itself is a secret and is never stored). Every function takes a Session; the caller owns the
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.store.models_scheduling import AlertDeliveryModel
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDelivery:
+    run_id: int | None
+    destination: str
+    status: str  # sent | failed
+    attempts: int
+    http_status: int | None
+    error: str | None
+    payload: Mapping[str, Any]
+    created_at: datetime
+
+
+def save_alert_delivery(session: Session, delivery: AlertDelivery) -> None:
+    session.add(AlertDeliveryModel(
+        run_id=delivery.run_id, destination=delivery.destination, status=delivery.status,
+        attempts=delivery.attempts, http_status=delivery.http_status, error=delivery.error,
+        payload=dict(delivery.payload), created_at=delivery.created_at))
+    session.flush()
+
+
+def fetch_alert_deliveries(session: Session, run_id: int | None = None) -> list[AlertDelivery]:
+    query = select(AlertDeliveryModel).order_by(AlertDeliveryModel.id)
+    if run_id is not None:
+        query = query.where(AlertDeliveryModel.run_id == run_id)
+    return [AlertDelivery(row.run_id, row.destination, row.status, row.attempts, row.http_status,
+                          row.error, row.payload, row.created_at)
+            for row in session.scalars(query).all()]

@@ -1,0 +1,85 @@
+"""Schedules as stored: the definitions every scheduler and worker reads from the database.
+
+Each row mirrors a schedule file's entry or ``tracker schedule add`` (``source`` says which), with
+its firing history. Every function takes a Session; the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from tracker.store.models_scheduling import ScheduleModel
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    name: str
+    cron: str
+    timezone: str
+    configs: tuple[str, ...]
+    suites: tuple[str, ...]
+    repeats: int
+    labels: Mapping[str, str]
+    source: str  # the schedules file it came from, or "cli"
+    last_fired_at: datetime | None = None
+    last_error: str | None = None
+
+
+def save_schedule(session: Session, row: ScheduleRow, now: datetime) -> None:
+    """Insert or replace the schedule named ``row.name`` (its firing history is kept)."""
+    values: dict[str, Any] = {
+        "cron": row.cron, "timezone": row.timezone, "configs": list(row.configs),
+        "suites": list(row.suites), "repeats": row.repeats, "labels": dict(row.labels),
+        "source": row.source, "updated_at": now,
+    }
+    found = session.scalar(select(ScheduleModel).where(ScheduleModel.name == row.name))
+    if found is None:
+        session.add(ScheduleModel(name=row.name, last_fired_at=None, last_error=None, **values))
+    else:
+        for key, value in values.items():
+            setattr(found, key, value)
+    session.flush()
+
+
+def replace_file_schedules(session: Session, source: str, rows: Sequence[ScheduleRow],
+                           now: datetime) -> list[str]:
+    """Make the schedules from file ``source`` exactly ``rows``; returns the names removed."""
+    keep = {row.name for row in rows}
+    stale = session.scalars(select(ScheduleModel.name).where(ScheduleModel.source == source)).all()
+    removed = sorted(name for name in stale if name not in keep)
+    if removed:
+        session.execute(delete(ScheduleModel).where(ScheduleModel.name.in_(removed)))
+    for row in rows:
+        save_schedule(session, row, now)
+    return removed
+
+
+def delete_schedule(session: Session, name: str) -> bool:
+    result = session.execute(delete(ScheduleModel).where(ScheduleModel.name == name))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def fetch_schedules(session: Session) -> list[ScheduleRow]:
+    rows = session.scalars(select(ScheduleModel).order_by(ScheduleModel.name)).all()
+    return [_schedule(row) for row in rows]
+
+
+def fetch_schedule(session: Session, name: str) -> ScheduleRow | None:
+    row = session.scalar(select(ScheduleModel).where(ScheduleModel.name == name))
+    return None if row is None else _schedule(row)
+
+
+def _schedule(row: ScheduleModel) -> ScheduleRow:
+    return ScheduleRow(row.name, row.cron, row.timezone, tuple(row.configs), tuple(row.suites),
+                       row.repeats, dict(row.labels), row.source, row.last_fired_at, row.last_error)
+
+
+def mark_schedule_fired(session: Session, name: str, fired_at: datetime, error: str | None) -> None:
+    session.execute(update(ScheduleModel).where(ScheduleModel.name == name)
+                    .values(last_fired_at=fired_at, last_error=error))
