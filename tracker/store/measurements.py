@@ -29,11 +29,10 @@ from tracker.results import (
     WorkloadResult,
 )
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadResultModel
+from tracker.store.models_quality import QualityItemModel, QualitySummaryModel
 from tracker.store.models_telemetry import (
     GpuSampleModel,
     GpuSummaryModel,
-    QualityItemModel,
-    QualitySummaryModel,
     ServerMetricModel,
     WorkloadTelemetryModel,
 )

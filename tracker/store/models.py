@@ -191,6 +191,7 @@ class RequestRecordModel(Base):
 # The other tables, one module per concept; imported here so the metadata (and `alembic check`)
 # sees every table.
 from tracker.store import models_client_health as _client_health  # noqa: E402, F401
+from tracker.store import models_quality as _quality  # noqa: E402, F401
 from tracker.store import models_regressions as _regressions  # noqa: E402, F401
 from tracker.store import models_scheduling as _scheduling  # noqa: E402, F401
 from tracker.store import models_telemetry as _telemetry  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""The load generator's extra per-workload facts (revision 0002).
+"""Client health: the load generator's own facts about each workload it drove.
 
 ``workload_results.client_bound`` (a column there, so every query can leave client-bound
 workloads out) says the client, not the server, set the pace; this table keeps the client-health

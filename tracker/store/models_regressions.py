@@ -1,7 +1,7 @@
-"""Tables of the analysis area (issue 6): regression records raised by change-point detection.
+"""Regression records: the change points the analysis found in a metric's series, and their triage.
 
 Imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``) sees
-it; the schema is created by ``migrations/versions/0004_analysis.py``.
+it; the schema, like every table's, is owned by ``migrations/``.
 """
 
 from __future__ import annotations

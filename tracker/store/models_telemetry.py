@@ -1,29 +1,16 @@
-"""Tables of GPU and server telemetry and of output quality (revision 0003).
+"""Telemetry tables: what the GPUs and the server reported while a workload ran.
 
 - ``workload_telemetry``: per workload, whether GPU and server telemetry were measured and why not;
 - ``gpu_summaries``: per workload and GPU, peaks and means of its samples;
 - ``gpu_samples``: the timeline, one row per GPU per sample (query it per run with
   ``tracker.store.measurements.fetch_gpu_timeline``);
 - ``server_metrics``: per workload, the scraped summary (``kv_cache_usage_peak``, ``num_preemptions``,
-  ``prefix_cache_hit_rate``, …), one row per metric;
-- ``quality_summaries``: per run, the set, accuracy with its Wilson interval, and the drift;
-- ``quality_items``: per run, every item's answer and score.
+  ``prefix_cache_hit_rate``, …), one row per metric.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    Double,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import JSON, BigInteger, Boolean, Double, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tracker.store.models import Base
@@ -88,36 +75,3 @@ class ServerMetricModel(Base):
         ForeignKey(_WORKLOAD_FK, ondelete="CASCADE"), primary_key=True)
     metric: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[float] = mapped_column(Double)
-
-
-class QualitySummaryModel(Base):
-    __tablename__ = "quality_summaries"
-
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"),
-                                        primary_key=True)
-    set_name: Mapped[str] = mapped_column(String(200))
-    set_version: Mapped[str] = mapped_column(String(64))
-    items: Mapped[int] = mapped_column(Integer)
-    answered: Mapped[int] = mapped_column(Integer)
-    correct: Mapped[int] = mapped_column(Integer)
-    accuracy: Mapped[float | None] = mapped_column(Double)
-    accuracy_ci_low: Mapped[float | None] = mapped_column(Double)
-    accuracy_ci_high: Mapped[float | None] = mapped_column(Double)
-    drift: Mapped[float | None] = mapped_column(Double)
-    drift_baseline_run_id: Mapped[int | None] = mapped_column(Integer)  # no FK: may be deleted
-    drift_compared: Mapped[int] = mapped_column(Integer)
-
-
-class QualityItemModel(Base):
-    __tablename__ = "quality_items"
-    __table_args__ = (UniqueConstraint("run_id", "item_id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    position: Mapped[int] = mapped_column(Integer)
-    item_id: Mapped[str] = mapped_column(String(200))
-    scorer: Mapped[str] = mapped_column(String(16))
-    output: Mapped[str | None] = mapped_column(Text)
-    score: Mapped[float | None] = mapped_column(Double)
-    error: Mapped[str | None] = mapped_column(Text)
-    changed: Mapped[bool | None] = mapped_column(Boolean)
