@@ -12,8 +12,8 @@ import pytest
 from tracker.cli.main import main
 from tracker.targets.launcher import find_free_port
 
-# run_noise 0: the simulator draws a whole run's speed from a process-wide engine counter, so
-# with it on, a test's outcome would depend on which tests ran before it.
+# run_noise 0: no run draws a speed factor of its own, so base and head differ by their config
+# alone (and the outcome by the config and the machine's load, never by a run's draw).
 BASE = """\
 name: gate-sim
 target:

@@ -10,9 +10,10 @@ from tests.sim.conftest import ServerFactory
 from tests.sim.sim_support import chat_body, fetch_metrics, make_config, stream_request
 from tracker.inputs.configs import EngineArgs, SimulatorSettings
 from tracker.sim.batching import Scheduler, SimRequest
-from tracker.sim.engine import compute_step_s
+from tracker.sim.engine import Engine, compute_step_s
 from tracker.sim.kvcache import GIB, KvCacheSpec, PrefixCache, compute_kv_cache_spec
 from tracker.sim.sampling import draw_run_factor, plan_output
+from tracker.sim.server import SimServer
 from tracker.sim.standalone import parse_serving_config, render_startup_lines
 
 
@@ -105,6 +106,28 @@ def test_run_noise_is_seeded_and_differs_between_repeats() -> None:
     assert factors == [draw_run_factor(7, 0.02, ordinal) for ordinal in range(20)]
     assert len(set(factors)) == 20 and all(0.9 < f < 1.1 for f in factors)
     assert draw_run_factor(7, 0.0, 3) == 1.0
+
+
+def test_an_engines_run_factor_depends_on_its_ordinal_not_on_the_engines_before_it() -> None:
+    config = make_config(run_noise=0.05)
+    first = Engine(config).run_factor
+    others = [Engine(config, run_ordinal=n).run_factor for n in range(1, 4)]
+    assert Engine(config).run_factor == first == draw_run_factor(7, 0.05, 0)
+    assert others == [draw_run_factor(7, 0.05, n) for n in range(1, 4)]
+    assert len({first, *others}) == 4
+
+
+async def test_a_restarted_server_runs_the_next_ordinal_and_a_new_one_starts_again() -> None:
+    config = make_config(run_noise=0.05)
+    server = SimServer(config, run_ordinal=2)
+    drawn = []
+    for _ in range(2):
+        async with server:
+            drawn.append(server.run_factor)
+    async with SimServer(config, run_ordinal=2) as fresh:
+        again = fresh.run_factor
+    assert drawn == [draw_run_factor(7, 0.05, 2), draw_run_factor(7, 0.05, 3)]
+    assert again == drawn[0]
 
 
 async def test_metrics_report_weights_and_peak_kv_memory(

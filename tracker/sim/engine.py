@@ -5,12 +5,14 @@ time that is memory-bound: ``decode_base_s`` (the 16-bit model at batch one), of
 ``decode_weights_share`` spent reading weights scales with the weights' size (AWQ reads ~30 %),
 plus ``decode_per_seq_s`` per running sequence, plus ``decode_s_per_kv_gib`` per GiB of KV the
 step reads (every running request's context). That is times a seeded jitter per step and a seeded
-factor per engine (the n-th engine of a process draws the n-th, so repeated runs differ a little,
-reproducibly). Static batching (``batching: static``) reserves ``max_model_len`` of KV per
-sequence and admits a new batch only when the last has drained. Steps are scheduled on
-absolute times (each starts where the previous one was due to end), so lateness of the event loop
-does not accumulate; with no work the task waits on an event rather than polling. No request
-sleeps on its own: every streamed token appears when the step that produced it ends.
+factor per engine: its ``run_ordinal`` picks the draw, so repeated runs that number themselves
+differ a little, reproducibly (nothing is counted process-wide, so a run's factor never depends
+on which engines came before it in the process). Static batching (``batching: static``) reserves
+``max_model_len`` of KV per sequence and admits a new batch only when the last has drained. Steps
+are scheduled on absolute times (each starts where the previous one was due to end), so lateness
+of the event loop does not accumulate; with no work the task waits on an event rather than
+polling. No request sleeps on its own: every streamed token appears when the step that produced
+it ends.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from tracker.sim.kvcache import (
 from tracker.sim.sampling import StepJitter, draw_run_factor, plan_output
 
 DEFAULT_MAX_NUM_SEQS = 256
-_ENGINE_ORDINALS = itertools.count()  # the n-th engine of this process draws the n-th run factor
 _log = logging.getLogger(__name__)
 
 
@@ -89,7 +90,7 @@ def compute_step_s(
 
 
 class Engine:
-    def __init__(self, config: ServingConfig) -> None:
+    def __init__(self, config: ServingConfig, *, run_ordinal: int = 0) -> None:
         args = config.engine
         self._settings = settings = config.simulator
         self.kv: KvCacheSpec = compute_kv_cache_spec(args, settings)
@@ -102,13 +103,17 @@ class Engine:
             prefix_cache, reserve,
         )
         self._jitter = StepJitter(settings.seed, settings.noise)
-        self._run_factor = draw_run_factor(settings.seed, settings.run_noise,
-                                           next(_ENGINE_ORDINALS))
+        self._run_factor = draw_run_factor(settings.seed, settings.run_noise, run_ordinal)
         self._ordinals = itertools.count()
         self._answers = AnswerModel.from_config(config)  # quality items (tracker.sim.answers)
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+
+    @property
+    def run_factor(self) -> float:
+        """The speed factor of this engine's whole run (1.0 without ``run_noise``)."""
+        return self._run_factor
 
     def start(self) -> None:
         """Start the step task on the running loop."""

@@ -30,12 +30,17 @@ def _format_base_url(host: str, port: int) -> str:
 
 
 class SimServer:
-    """The simulator on the running event loop: ``async with SimServer(cfg) as server: ...``."""
+    """The simulator on the running event loop: ``async with SimServer(cfg) as server: ...``.
 
-    def __init__(self, config: ServingConfig, host: str = "127.0.0.1", port: int = 0) -> None:
+    Each start runs a fresh engine; the n-th start draws the run factor of ordinal
+    ``run_ordinal + n``, so a server restarted for each repeat varies like repeated runs."""
+
+    def __init__(self, config: ServingConfig, host: str = "127.0.0.1", port: int = 0, *,
+                 run_ordinal: int = 0) -> None:
         self.config = config
         self.host = host
         self.port = port  # 0 asks the OS for a free port; base_url has the real one
+        self._next_run_ordinal = run_ordinal
         self._engine: Engine | None = None
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
@@ -47,10 +52,19 @@ class SimServer:
             raise RuntimeError("the simulator is not started: call start() or use `async with`")
         return self._base_url
 
+    @property
+    def run_factor(self) -> float:
+        """The speed factor the running engine drew for this run."""
+        if self._engine is None:
+            raise RuntimeError("the simulator is not started: call start() or use `async with`")
+        return self._engine.run_factor
+
     async def start(self) -> str:
         if self._base_url is not None:
             return self._base_url
-        engine = Engine(self.config)  # raises MeasurementError for a KV cache vLLM would refuse
+        # raises MeasurementError for a KV cache vLLM would refuse
+        engine = Engine(self.config, run_ordinal=self._next_run_ordinal)
+        self._next_run_ordinal += 1
         engine.start()
         runner = web.AppRunner(
             create_app(self.config, engine), access_log=None, handle_signals=False,
@@ -97,9 +111,9 @@ class ThreadedSimServer:
 
     def __init__(
         self, config: ServingConfig, host: str = "127.0.0.1", port: int = 0,
-        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S, *, run_ordinal: int = 0,
     ) -> None:
-        self._server = SimServer(config, host, port)
+        self._server = SimServer(config, host, port, run_ordinal=run_ordinal)
         self._start_timeout_s = start_timeout_s
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
