@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -95,12 +94,3 @@ def spawn_tracker(*args: str | Path) -> subprocess.Popen[str]:
     env.pop("TRACKER_ALERT_WEBHOOK_URL", None)
     return subprocess.Popen([sys.executable, "-m", "tracker", *map(str, args)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str,
-             interval_s: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(interval_s)

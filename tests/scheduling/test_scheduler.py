@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +15,8 @@ from alembic import command
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker, wait_for
+from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker
+from tests.waiting import wait_for
 from tracker.errors import LockHeldError
 from tracker.scheduling.scheduler import SchedulerSettings, TrackerScheduler
 from tracker.store.db import alembic_config, open_store
@@ -36,14 +37,17 @@ def _even_seconds(after: datetime, until: datetime) -> set[datetime]:
     return slots
 
 
-def _run_for(scheduler: TrackerScheduler, seconds: float) -> tuple[datetime, datetime, datetime]:
-    """When start was called, when it returned (its jobs exist from then: a loaded machine starts
-    slowly), and when the scheduler stopped."""
+def _run_until(scheduler: TrackerScheduler, condition: Callable[[datetime], bool],
+               what: str) -> tuple[datetime, datetime, datetime]:
+    """Run the scheduler until ``condition(started)`` holds. When start was called, when it
+    returned (its jobs exist from then: a loaded machine starts slowly), and when it stopped."""
     asked = datetime.now(UTC)
     scheduler.start()
     started = datetime.now(UTC)
-    time.sleep(seconds)
-    scheduler.stop()
+    try:
+        wait_for(lambda: condition(started), 20.0, what)
+    finally:
+        scheduler.stop()
     return asked, started, datetime.now(UTC)
 
 
@@ -59,10 +63,19 @@ def _job_rows(engine: Engine) -> int:
 def test_one_enqueue_per_slot_and_missed_slots_coalesce_after_a_restart(
         engine: Engine, db_url: str, files: dict[str, Path]) -> None:
     add_schedule(engine, "every2", files["fast"], files["tiny"], cron=EVERY_2_S, repeats=2)
-    first_asked, first_start, first_stop = _run_for(TrackerScheduler(engine, db_url, SETTINGS), 2.6)
-    time.sleep(4.2)  # the scheduler is down over at least two slots
-    second = TrackerScheduler(engine, db_url, SETTINGS)
-    second_start, _, second_stop = _run_for(second, 1.0)
+
+    def slot_behind_us(started: datetime) -> bool:  # a slot fired while running, well past
+        now = datetime.now(UTC)
+        return any(started < slot <= now - timedelta(seconds=0.5) for slot in _slots(engine))
+
+    first_asked, first_start, first_stop = _run_until(
+        TrackerScheduler(engine, db_url, SETTINGS), slot_behind_us, "a slot fired while running")
+    wait_for(lambda: len(_even_seconds(first_stop, datetime.now(UTC))) >= 2, 20.0,
+             "two slots to pass while no scheduler runs")
+    second_start, _, second_stop = _run_until(
+        TrackerScheduler(engine, db_url, SETTINGS),
+        lambda _started: any(slot > first_stop for slot in _slots(engine)),
+        "the slots missed while down to be enqueued, once")
 
     slots = _slots(engine)
     counts = {slot: slots.count(slot) for slot in slots}

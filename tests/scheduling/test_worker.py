@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker, wait_for
+from tests.scheduling.conftest import add_schedule, requests_of, spawn_tracker
+from tests.waiting import wait_for
 from tracker.inputs.configs import build_loaded_config, load_config
 from tracker.results import RunStatus
 from tracker.scheduling.queueing import enqueue_schedule

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
+from tests.waiting import wait_for_async
 from tracker.inputs.configs import ServingConfig
 
 MODEL = "sim-model"
@@ -97,3 +99,25 @@ async def fetch_metrics(session: aiohttp.ClientSession, base_url: str) -> dict[s
             values[series.replace(f',model_name="{MODEL}"', "").replace(
                 f'{{model_name="{MODEL}"}}', "")] = float(value)
     return values
+
+
+async def wait_for_metrics(session: aiohttp.ClientSession, base_url: str,
+                           condition: Callable[[dict[str, float]], bool], what: str,
+                           timeout_s: float = 10.0) -> dict[str, float]:
+    """The first ``/metrics`` snapshot for which ``condition`` holds (a failure after
+    ``timeout_s``, naming ``what`` never happened)."""
+    seen: dict[str, float] = {}
+
+    async def reached() -> bool:
+        seen.update(await fetch_metrics(session, base_url))
+        return condition(seen)
+
+    await wait_for_async(reached, timeout_s, what)
+    return seen
+
+
+async def wait_for_metric(session: aiohttp.ClientSession, base_url: str, series: str,
+                          value: float) -> dict[str, float]:
+    """The first snapshot in which ``series`` is ``value``."""
+    return await wait_for_metrics(session, base_url, lambda m: m[series] == value,
+                                  f"{series} == {value:g}")

@@ -17,7 +17,15 @@ import pytest
 
 import tracker
 from tests.sim.conftest import ServerFactory
-from tests.sim.sim_support import MODEL, chat_body, fetch_metrics, make_config, stream_request
+from tests.sim.sim_support import (
+    MODEL,
+    chat_body,
+    fetch_metrics,
+    make_config,
+    stream_request,
+    wait_for_metric,
+    wait_for_metrics,
+)
 from tracker.errors import MeasurementError
 from tracker.inputs.tokenizer import count_tokens
 from tracker.sim import SimServer, ThreadedSimServer
@@ -243,8 +251,7 @@ async def test_kv_cache_usage_is_a_fraction_while_requests_run(
     task = asyncio.create_task(
         stream_request(client, server.base_url, chat_body("word " * 3000, 30))
     )
-    await asyncio.sleep(0.1)
-    metrics = await fetch_metrics(client, server.base_url)
+    metrics = await wait_for_metric(client, server.base_url, "vllm:num_requests_running", 1)
     assert metrics["vllm:num_requests_running"] == 1
     assert 0.0 < metrics["vllm:kv_cache_usage_perc"] < 0.05  # ~190 of 28672 blocks
     assert len((await task).content_chunks) == 30
@@ -262,28 +269,13 @@ async def test_client_disconnect_mid_stream_frees_the_engine(
         for _ in range(4):
             await response.content.readline()
         response.close()  # drop the connection mid-stream
-    for _ in range(100):
-        metrics = await fetch_metrics(client, server.base_url)
-        if metrics["vllm:num_requests_running"] == 0:
-            break
-        await asyncio.sleep(0.01)
+    metrics = await wait_for_metric(client, server.base_url, "vllm:num_requests_running", 0)
     assert metrics["vllm:num_requests_running"] == 0
     assert metrics["vllm:generation_tokens_total"] < 2000
     assert metrics['vllm:request_success_total{finished_reason="length"}'] == 0
     result = await stream_request(client, server.base_url, chat_body("again", 5))
     assert len(result.content_chunks) == 5
     assert result.done
-
-
-async def wait_for_metric(
-    client: aiohttp.ClientSession, base_url: str, series: str, value: float
-) -> dict[str, float]:
-    for _ in range(100):
-        metrics = await fetch_metrics(client, base_url)
-        if metrics[series] == value:
-            break
-        await asyncio.sleep(0.01)
-    return metrics
 
 
 async def test_a_client_that_gives_up_on_a_whole_response_frees_the_engine(
@@ -313,8 +305,10 @@ async def test_a_queued_client_that_disconnects_leaves_the_queue(
     assert metrics["vllm:num_requests_waiting"] == 0
     assert metrics["vllm:num_requests_running"] == 1
     assert len((await running).content_chunks) == 300
-    await asyncio.sleep(0.02)
-    metrics = await fetch_metrics(client, server.base_url)
+    metrics = await wait_for_metrics(  # idle: the dropped request is neither queued nor running
+        client, server.base_url,
+        lambda m: m["vllm:num_requests_running"] == m["vllm:num_requests_waiting"] == 0,
+        "the engine to be idle")
     assert metrics["vllm:generation_tokens_total"] == 300  # the dropped request never ran
 
 
@@ -334,7 +328,8 @@ async def test_stop_ends_in_flight_streams_promptly(client: aiohttp.ClientSessio
     server = SimServer(make_config(decode_base_s=0.01))
     await server.start()
     stream = asyncio.create_task(stream_request(client, server.base_url, chat_body("x", 1000)))
-    await asyncio.sleep(0.1)
+    await wait_for_metrics(client, server.base_url,
+                           lambda m: m["vllm:generation_tokens_total"] >= 5, "tokens streaming")
     loop = asyncio.get_running_loop()
     started_s = loop.time()
     await server.stop()

@@ -12,7 +12,13 @@ import aiohttp
 import pytest
 
 from tests.sim.conftest import ServerFactory
-from tests.sim.sim_support import chat_body, fetch_metrics, make_config, stream_request
+from tests.sim.sim_support import (
+    chat_body,
+    fetch_metrics,
+    make_config,
+    stream_request,
+    wait_for_metric,
+)
 
 
 async def test_ttft_grows_with_input_tokens(
@@ -56,8 +62,7 @@ async def test_requests_beyond_max_num_seqs_wait_for_a_free_slot(
     server = await start_server(make_config({"max_num_seqs": 2}, decode_base_s=0.005))
     tasks = [asyncio.create_task(stream_request(client, server.base_url, chat_body(f"q{i}", 10)))
              for i in range(4)]
-    await asyncio.sleep(0.025)
-    metrics = await fetch_metrics(client, server.base_url)
+    metrics = await wait_for_metric(client, server.base_url, "vllm:num_requests_waiting", 2)
     results = sorted(await asyncio.gather(*tasks), key=lambda r: r.content_times_s[0])
     assert (metrics["vllm:num_requests_running"], metrics["vllm:num_requests_waiting"]) == (2, 2)
     first_pair_end_s = max(r.content_times_s[-1] for r in results[:2])

@@ -11,12 +11,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.waiting import wait_for
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.jobs.execute import execute_run
@@ -203,7 +205,8 @@ def test_ctrl_c_during_a_cli_run_stops_the_launched_server(tmp_path: Path, log_d
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         log_path = _wait_for_log(log_dir, "Application startup complete", 30)
-        time.sleep(0.5)  # requests are streaming
+        base_url = _served_url(log_path)
+        wait_for(lambda: _requests_running(base_url) > 0, 30, "requests streaming")
         tracker.send_signal(signal.SIGINT)
         _, err = tracker.communicate(timeout=30)
     finally:
@@ -213,6 +216,21 @@ def test_ctrl_c_during_a_cli_run_stops_the_launched_server(tmp_path: Path, log_d
     assert tracker.returncode == 130, err.decode()
     assert b"interrupted" in err
     assert not is_group_alive(sim_pid(log_path))
+
+
+def _served_url(log_path: Path) -> str:
+    found = re.search(r"Starting tracker-sim API server on (\S+)", log_path.read_text())
+    assert found, log_path.read_text()
+    return found.group(1)
+
+
+def _requests_running(base_url: str) -> float:
+    """The launched simulator's ``vllm:num_requests_running`` (127.0.0.1: no proxy)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(base_url + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    running = [line for line in text.splitlines() if line.startswith("vllm:num_requests_running")]
+    return float(running[0].rsplit(" ", 1)[1]) if running else 0.0
 
 
 def _wait_for_log(log_dir: Path, text: str, timeout_s: float) -> Path:
