@@ -31,14 +31,10 @@ ABSENT = Marker.ABSENT
 HIDDEN = Marker.HIDDEN
 
 
-class ChangeKind(StrEnum):
-    ADDED = "added"
-    REMOVED = "removed"
-    CHANGED = "changed"
-
-
 @dataclass(frozen=True, slots=True)
 class Change:
+    """One key whose value differs between the two sides."""
+
     path: str  # dotted key path, e.g. "engine.max_num_seqs"
     old: Any  # ABSENT when the key was not set; HIDDEN when the value looks like a secret
     new: Any
@@ -55,6 +51,14 @@ class Change:
     def render(self) -> str:
         """``path: old → new``, one line of plain text."""
         return f"{self.path}: {render_value(self.old)} → {render_value(self.new)}"
+
+
+class ChangeKind(StrEnum):
+    """What a change did to its key: set it, unset it, or gave it another value."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
 
 
 def render_value(value: Any) -> str:

@@ -34,30 +34,30 @@ class RequestStatus(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True, slots=True)
-class NewRequest:
-    position: int
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestedRun:
+    """What a request asks a worker to run: a config and a suite, as they were when queued."""
+
     config_name: str
     config_path: str
     config_body: Mapping[str, Any]
     suite_name: str
     suite_path: str
     suite_body: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewRequest(RequestedRun):
+    position: int
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class RunRequest:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRequest(RequestedRun):
     id: int
     schedule_name: str | None
     slot_at: datetime | None
     position: int
-    config_name: str
-    config_path: str
-    config_body: Mapping[str, Any]
-    suite_name: str
-    suite_path: str
-    suite_body: Mapping[str, Any]
     labels: Mapping[str, str]
     status: RequestStatus
     attempts: int
