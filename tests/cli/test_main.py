@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.jobs.test_demo import run_demo_once
 from tests.simconfigs import FAST_SIM
 from tracker.cli.main import main
 from tracker.store.db import open_store
@@ -245,18 +246,34 @@ def test_an_interrupt_keeps_what_was_measured_as_a_partial_run(
     assert 0 < run.workloads[1].summary.completed < 100
 
 
-def test_demo_stores_one_completed_run_per_shipped_suite(
+def test_demo_from_an_empty_directory_stores_its_story_beside_the_default_database(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    demo = run_demo_once(tmp_path_factory)  # `python -m tracker demo` in an empty directory
+    assert demo.returncode == 0, demo.stderr
+    folder = Path(demo.folder)
+    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith("tracker.db-")) \
+        == ["tracker-demo-gate.md", "tracker.db"]  # the defaults: ./tracker.db, the report beside
+    engine = open_store(demo.db_url)
+    try:
+        with Session(engine) as session:
+            runs = fetch_runs(session, 1000)
+    finally:
+        engine.dispose()
+    assert {r.suite_name for r in runs} == {"demo-load"}
+    assert all(r.status.value == "completed" and r.simulated and r.failed == 0 for r in runs)
+    assert all(r.completed == 48 for r in runs)  # every request of the suite's one workload
+    assert f"The story, in sqlite:///tracker.db: {len(runs)} simulated runs of demo-chat on " \
+           "demo-load" in demo.stdout
+    assert demo.stderr == ""
+
+
+def test_demo_refuses_a_gate_report_in_a_missing_directory_before_any_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "demo.db"
-    assert run_cli("demo", "--db", db, "--quiet") == 0
-    engine = open_store(f"sqlite:///{db}")
-    try:
-        with Session(engine) as session:
-            runs = fetch_runs(session, 20)
-    finally:
-        engine.dispose()
-    suites = {p.stem for p in (ROOT / "baselines").glob("*.yaml")}
-    assert sorted(r.suite_name for r in runs) == sorted(suites)
-    assert all(r.status.value == "completed" and r.simulated and r.failed == 0 for r in runs)
-    assert "stored 4 simulated runs" in capsys.readouterr().out
+    report = tmp_path / "missing" / "gate.md"
+    assert run_cli("demo", "--db", db, "--gate-report", report, "--quiet") == 2
+    err = capsys.readouterr().err
+    assert f"error: --gate-report {report}: directory {report.parent} does not exist" in err
+    assert not db.exists()

@@ -11,6 +11,7 @@ records that user.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tests.dashboard.conftest import Populated, inject_outside_text, named_markup
+from tests.jobs.test_demo import DemoOutput, run_demo_once
 from tracker.dashboard.ui import WORD_JOINER
 from tracker.store.db import open_store
 from tracker.store.regressions import fetch_regression
@@ -307,3 +309,74 @@ def test_triage_behind_a_trusted_proxy_records_its_user_in_chromium(
             assert fetch_regression(session, 1).updated_by == PROXY_USER
     finally:
         engine.dispose()
+
+
+# --- the demo's story --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_output(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
+    output = run_demo_once(tmp_path_factory)  # shared with tests/jobs/test_demo.py
+    assert output.returncode == 0, output.stderr
+    return output
+
+
+@pytest.fixture(scope="module")
+def demo_dashboard(demo_output: DemoOutput) -> Iterator[str]:
+    with _serve(demo_output.db_url) as base:
+        yield base
+
+
+def _plot_traces(page: Any) -> dict[str, int]:
+    """{trace name: number of points} of the page's first Plotly chart."""
+    traces: dict[str, int] = page.locator(".js-plotly-plot").first.evaluate(
+        "plot => Object.fromEntries(plot.data.map(t => [t.name || '', (t.x || []).length]))")
+    return traces
+
+
+def test_the_demo_story_shows_on_overview_trends_and_compare_in_chromium(
+        demo_dashboard: str, demo_output: DemoOutput, screenshots: Path) -> None:
+    found = re.search(r"/compare\?base=(\d+)&head=(\d+) ", demo_output.stdout)
+    assert found, demo_output.stdout
+    good, bad = found.groups()
+    expect = sync_api.expect
+    sync_api.expect.set_options(timeout=CONTENT_TIMEOUT_MS)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(CONTENT_TIMEOUT_MS)
+            page.goto(demo_dashboard)
+            expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+            expect(page.get_by_role("heading", name=re.compile(r"Open regressions \(\d+\)"))) \
+                .to_be_visible()
+            expect(page.get_by_text("demo-chat · demo-load · chat-c16 · TTFT p99").first) \
+                .to_be_visible()
+            expect(page.locator(".js-plotly-plot").first).to_contain_text("demo-chat")
+            assert _plot_traces(page) == {"regression": 1}  # the status grid's one square
+            expect(page.get_by_text("regression demo-chat · demo-load")).to_be_visible()
+            expect(page.get_by_role("link", name=re.compile(r"Triage regression \d+")).first) \
+                .to_be_visible()
+            _shoot(page, screenshots / "demo-1-overview.png")
+
+            page.get_by_role("link", name="Trends").click()
+            chart = page.locator(".js-plotly-plot").first
+            expect(chart).to_contain_text("demo-chat · demo-load · chat-c16")
+            expect(chart).to_contain_text("config version changed")
+            expect(chart).to_contain_text("change point")
+            traces = _plot_traces(page)
+            assert traces["config version changed"] == 3, traces  # versions 2, 3 and 4 begin
+            assert traces["change point"] >= 1, traces
+            _shoot(page, screenshots / "demo-2-trends.png")
+
+            page.goto(f"{demo_dashboard}/compare?base={good}&head={bad}")
+            expect(page.get_by_role("heading", name="What changed")).to_be_visible()
+            expect(page.get_by_text(f"#{good} · demo-chat@")).to_be_visible()
+            expect(page.get_by_text(f"#{bad} · demo-chat@")).to_be_visible()
+            page.get_by_role("tab", name="Config diff").click()
+            panel = page.get_by_role("tabpanel").first
+            expect(panel).to_contain_text("engine.max_num_seqs")
+            _shoot(page, screenshots / "demo-3-compare.png")
+        finally:
+            browser.close()

@@ -1,47 +1,167 @@
-"""``tracker demo``: the shipped suites on the built-in simulator (no GPU, no network, no keys)."""
+"""``tracker demo``: the tracker's story on the built-in simulator (no GPU, no network, no keys).
+
+The work is ``tracker.jobs.demo`` (the tuning walk, then the change that regresses, each run
+watched as a worker does); this glue prints each night, raises the alert a worker would post,
+runs the PR gate over the stored runs of the good and the bad version, writes its Markdown
+report, and says where to look. Exit 0 when the story was told: the regression was caught and
+the gate found it (a regression is the story here, not a failure); 3 when it could not be.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tracker.cli.output import run_exit_code
-from tracker.errors import ConfigError
-from tracker.inputs.configs import load_config
-from tracker.inputs.shipped import DEMO_CONFIG, shipped_configs, shipped_suites
-from tracker.inputs.suites import load_suite
+from tracker.errors import ExitCode, MeasurementError, UsageError
 
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
-def shipped_files() -> tuple[Path, list[Path]]:
-    config = shipped_configs() / DEMO_CONFIG
-    suites = shipped_suites()
-    if not config.exists() or not suites:
-        raise ConfigError(f"{config.parent}: the shipped configs and baselines are missing; "
-                          "reinstall the tracker")
-    return config, suites
-
-
-def cmd_demo(db: str | None, quiet: bool) -> int:
-    from tracker.jobs.execute import execute_suite
-    from tracker.reports.run_report import render_run_text
+    from tracker.gate.gating import GateResult
+    from tracker.jobs.demo import DemoHistory, DemoVersion
     from tracker.results import RunResult
-    from tracker.runner.progress import ProgressPrinter
+    from tracker.scheduling.alerts import RegressionAlert
+    from tracker.store.regressions import RegressionRecord
+
+GATE_REPORT_NAME = "tracker-demo-gate.md"
+DASHBOARD_PAGE = "http://127.0.0.1:8501"  # `tracker dashboard`'s default address
+HEADLINE_METRIC = "ttft_p99_s"  # the metric Trends opens on
+
+
+def default_report_path(url: str) -> Path:
+    """Beside a SQLite database file; in the current directory for any other database."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:":
+        return Path(database).parent / GATE_REPORT_NAME
+    return Path(GATE_REPORT_NAME)
+
+
+def _report_path(url: str, given: str | None) -> Path:
+    path = Path(given) if given else default_report_path(url)
+    if not path.parent.is_dir():
+        raise UsageError(f"--gate-report {path}: directory {path.parent} does not exist; create "
+                         "it or choose another path")
+    return path
+
+
+def _db_flag(db: str | None, url: str) -> str:
+    """`` --db …`` to open the same database (the password hidden); none when the default was."""
+    from tracker.store.db import redact_url
+
+    if db is None:
+        return ""
+    return f" --db {db if '://' not in db else redact_url(url)}"
+
+
+def render_record(record: RegressionRecord) -> str:
+    direction = ("unknown" if record.regressed is None
+                 else "regression" if record.regressed else "improvement")
+    change = "" if record.rel_change is None else f" {record.rel_change:+.1%}"
+    return (f"change point in {record.series.metric} ({record.series.workload}){change} "
+            f"({direction}) from run #{record.run_id}; attributed to: {record.attribution}")
+
+
+def render_night(version: DemoVersion, run: RunResult, found: list[RegressionRecord]) -> str:
+    summary = run.workloads[0].summary
+    ttft = "-" if summary.ttft is None else f"{summary.ttft.p99_s * 1000:7.1f} ms"
+    throughput = summary.output_throughput_tokens_per_s
+    rate = "-" if throughput is None else f"{throughput:6.0f} tokens/s"
+    lines = [f"{version.label:<24} run #{run.run_id:<4} TTFT p99 {ttft} · output {rate}"]
+    return "\n".join([*lines, *(f"    {render_record(record)}" for record in found)])
+
+
+def compute_alerts(history: DemoHistory) -> list[RegressionAlert]:
+    """The alerts a worker posts for the caught regressions (one per metric)."""
+    from tracker.metrics import REGISTRY
+    from tracker.scheduling.alerts import RegressionAlert
+
+    config = history.bad.runs[0].config
+    alerts = []
+    for record in history.caught:
+        diff = tuple(part.strip() for part in (record.attribution or "").split(";")
+                     if part.strip())
+        metric = REGISTRY.get(record.series.metric)
+        alerts.append(RegressionAlert(
+            run_id=record.run_id or 0, config=f"{config.name}@{config.version[:12]}",
+            suite=record.series.suite_name, metric=record.series.metric,
+            rel_change=record.rel_change, before=record.before, after=record.after,
+            unit="" if metric is None else metric.unit, workload=record.series.workload,
+            config_diff=diff))
+    return alerts
+
+
+def run_gate(engine: Engine, history: DemoHistory) -> GateResult:
+    """``tracker gate --base-run … --head-run …``: the bad version's runs against the good's."""
+    from tracker.gate.gating import GateOptions, compare_stored_runs
+
+    return compare_stored_runs(engine, history.good.run_ids, history.bad.run_ids, GateOptions())
+
+
+def headline(history: DemoHistory) -> RegressionRecord:
+    caught = history.caught
+    return next((r for r in caught if r.series.metric == HEADLINE_METRIC), caught[0])
+
+
+def _span(ids: tuple[int, ...]) -> str:
+    return f"{ids[0]}-{ids[-1]}" if len(ids) > 1 else str(ids[0])
+
+
+def render_story(history: DemoHistory, gate: GateResult, report: Path, url: str,
+                 db_flag: str) -> str:
+    """What the demo stored, and where to look."""
+    from tracker.store.db import redact_url
+
+    record = headline(history)
+    good, bad = history.good, history.bad
+    walk = " → ".join(f"{v.version.label} ({len(v.runs)} runs)" for v in history.versions)
+    return "\n".join([
+        f"The story, in {redact_url(url)}: {len(history.runs)} simulated runs of "
+        f"{bad.runs[0].config.name} on {bad.runs[0].suite.name}",
+        f"  versions    {walk}",
+        f"  regression  #{record.id}: {render_record(record)}",
+        f"  gate        {gate.outcome.value}: runs {_span(good.run_ids)} ({good.version.label}) "
+        f"vs {_span(bad.run_ids)} ({bad.version.label}); report {report}",
+        "Where to look:",
+        f"  tracker dashboard{db_flag}",
+        "    Overview: the open regressions · Trends: a diamond at each new config version, a red "
+        "cross at the change point",
+        f"    Compare: {DASHBOARD_PAGE}/compare?base={good.run_ids[-1]}&head={bad.run_ids[0]} "
+        "(the Config diff tab)",
+        f"  tracker show {bad.run_ids[0]}{db_flag}",
+        f"  the gate report: {report}",
+    ])
+
+
+def cmd_demo(db: str | None, quiet: bool, gate_report: str | None = None) -> int:
+    from tracker.cli.output import write_text
+    from tracker.gate.gating import GateOutcome
+    from tracker.jobs.demo import build_history, load_demo
+    from tracker.reports.gate_report import render_gate_markdown
+    from tracker.scheduling.alerts import render_alert_text
     from tracker.store.db import open_store, redact_url, resolve_db_url
 
-    config_path, suite_paths = shipped_files()
     url = resolve_db_url(db)
-    config = load_config(config_path)
-    suites = [load_suite(p) for p in suite_paths]
+    report = _report_path(url, gate_report)
+    story = load_demo()
     engine = open_store(url)
-    runs: list[RunResult] = []
     try:
-        for index, suite in enumerate(suites):
-            label = f"{suite.suite.name} ({index + 1}/{len(suites)}) "
-            progress = None if quiet else ProgressPrinter(label=label)
-            runs.append(execute_suite(engine, config, suite, progress))
+        print(f"tracker demo: {story.config_name} through {len(story.walk) + 1} versions on the "
+              f"simulator, into {redact_url(url)}", flush=True)
+        listener = None if quiet else (lambda v, r, f: print(render_night(v, r, f), flush=True))
+        history = build_history(engine, story, listener)
+        gate = run_gate(engine, history)
     finally:
         engine.dispose()
-    for run in runs:
-        print(render_run_text(run) + "\n")
-    print(f"stored {len(runs)} simulated runs in {redact_url(url)}; list them with "
-          "`tracker runs`, open one with `tracker show RUN_ID`")
-    return max(run_exit_code(run) for run in runs)
+    write_text(str(report), render_gate_markdown(gate), "--gate-report")
+    print("\nThe alerts a worker posts to $TRACKER_ALERT_WEBHOOK_URL:")
+    for alert in compute_alerts(history):
+        print("  " + render_alert_text(alert).replace("\n", "\n  "))
+    print("\n" + render_story(history, gate, report, url, _db_flag(db, url)))
+    if gate.outcome is not GateOutcome.REGRESSION:
+        raise MeasurementError(f"demo: the gate of {history.bad.version.label} against "
+                               f"{history.good.version.label} found {gate.outcome.value}, not the "
+                               f"regression the watch caught; see {report}")
+    return ExitCode.OK

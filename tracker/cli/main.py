@@ -28,7 +28,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_commands.dispatch(args)
     if command == "demo":
         from tracker.cli import demo_command
-        return demo_command.cmd_demo(args.db, args.quiet)
+        return demo_command.cmd_demo(args.db, args.quiet, args.gate_report)
+    if command == "init":
+        from tracker.cli import init_command
+        return init_command.cmd_init(args.directory)
     if command == "dashboard":
         from tracker.cli import dashboard_command
         return dashboard_command.cmd_dashboard(args)

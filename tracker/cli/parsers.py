@@ -95,10 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(show)
     show.add_argument("--json", metavar="OUT", help="write the tracker.run/1 JSON (- = stdout)")
 
-    demo = sub.add_parser("demo", help="run the shipped suites on the built-in simulator "
-                                       "(no GPU, no network, no keys)")
+    demo = sub.add_parser("demo", help="the tracker's story on the built-in simulator, about a "
+                                       "minute: a config's versions, a change that regresses, "
+                                       "its alert and its gate report (no GPU, network or keys)")
     _add_db(demo)
-    demo.add_argument("--quiet", action="store_true", help="no progress display")
+    demo.add_argument("--gate-report", metavar="FILE",
+                      help="where to write the gate's Markdown report (default: "
+                           "tracker-demo-gate.md beside a SQLite database, else here)")
+    demo.add_argument("--quiet", action="store_true", help="no line per run")
+
+    init = sub.add_parser("init", help="write a starter set of configs, suites and a "
+                                       "schedules.yaml to edit into DIR")
+    init.add_argument("directory", metavar="DIR", help="where to write them (created if missing; "
+                                                       "an existing file is never overwritten)")
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")

@@ -1,0 +1,189 @@
+"""`tracker demo` tells the story: a config's versions, a change that regresses, caught and
+attributed by the nightly watch, its alert, and a gate report.
+
+The demo runs once per test session (``run_demo_once``), as a user runs it: ``python -m tracker
+demo`` from an empty directory, no ``--db``. tests/cli/test_main.py and the browser test in
+tests/dashboard/ read the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from tracker.errors import MeasurementError
+from tracker.inputs.configs import load_config
+from tracker.jobs.demo import WALK_RUNS, DemoStory, build_history, load_demo, shipped_demo
+from tracker.store.db import DB_URL_ENV, open_store
+from tracker.store.regressions import RegressionRecord, fetch_regressions
+from tracker.store.runs import fetch_config_versions, fetch_runs
+
+DEMO_TIMEOUT_S = 600  # the demo takes about a minute here; a slow CI machine gets room
+CHANGED = "engine.max_num_seqs: 256 → 4"  # the last shipped version's one change
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOutput:
+    folder: str  # where `tracker demo` ran (its current directory)
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{Path(self.folder) / 'tracker.db'}"
+
+    @property
+    def report(self) -> Path:
+        return Path(self.folder) / "tracker-demo-gate.md"
+
+
+def run_demo_once(factory: pytest.TempPathFactory) -> DemoOutput:
+    """`python -m tracker demo` from an empty directory, once per test session (the outcome is
+    kept in the session's temporary folder, so every test module reads the same run)."""
+    base = factory.getbasetemp()
+    saved = base / "tracker-demo.json"
+    if saved.exists():
+        return DemoOutput(**json.loads(saved.read_text(encoding="utf-8")))
+    folder = base / "tracker-demo"
+    shutil.rmtree(folder, ignore_errors=True)  # an earlier attempt that did not finish
+    folder.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != DB_URL_ENV}
+    done = subprocess.run([sys.executable, "-m", "tracker", "demo"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=DEMO_TIMEOUT_S, check=False)
+    output = DemoOutput(str(folder), done.returncode, done.stdout, done.stderr)
+    saved.write_text(json.dumps(asdict(output)), encoding="utf-8")
+    return output
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
+    output = run_demo_once(tmp_path_factory)
+    assert output.returncode == 0, output.stderr
+    return output
+
+
+def _regressions(url: str) -> list[RegressionRecord]:
+    engine = open_store(url)
+    try:
+        with Session(engine) as session:
+            return fetch_regressions(session, limit=1000)
+    finally:
+        engine.dispose()
+
+
+# --- the shipped story -----------------------------------------------------------------------
+
+
+def test_the_demo_versions_are_one_config_and_the_last_cuts_max_num_seqs_below_concurrency(
+) -> None:
+    paths, _ = shipped_demo()
+    story = load_demo()
+    assert len(paths) == len(story.walk) + 1 >= 3
+    assert {v.config.config.name for v in (*story.walk, story.change)} == {"demo-chat"}
+    versions = [v.config.version for v in (*story.walk, story.change)]
+    assert len(set(versions)) == len(versions)  # every file is a new version
+    concurrency = max(w.concurrency for w in story.suite.suite.workloads)
+    good, bad = story.walk[-1].config.config.engine, story.change.config.config.engine
+    assert good.max_num_seqs is not None and good.max_num_seqs >= concurrency
+    assert bad.max_num_seqs is not None and bad.max_num_seqs < concurrency
+    assert good.model_copy(update={"max_num_seqs": bad.max_num_seqs}) == bad  # the one change
+    assert story.change.label == paths[-1].stem == "4-max-num-seqs-4"
+
+
+def test_the_demo_runs_the_simulator_faster_than_the_shipped_files_say() -> None:
+    paths, _ = shipped_demo()
+    story = load_demo(time_scale=0.5)
+    shipped = load_config(paths[0]).config.simulator
+    scaled = story.walk[0].config.config.simulator
+    assert shipped is not None and scaled is not None
+    assert scaled.decode_base_s == pytest.approx(shipped.decode_base_s * 0.5)
+
+
+def test_a_change_the_watch_never_catches_stops_the_demo_with_could_not_measure(
+        tmp_path: Path) -> None:
+    story = load_demo()
+    same = DemoStory(walk=(story.walk[-1],), change=story.walk[-1], suite=story.suite)
+    engine = open_store(f"sqlite:///{tmp_path / 'never.db'}")
+    try:
+        with pytest.raises(MeasurementError, match="did not catch 3-prefix-caching after 2 "
+                                                   "runs") as raised:
+            build_history(engine, same, walk_runs=2, max_change_runs=2)
+        with Session(engine) as session:
+            assert [r.status.value for r in fetch_runs(session, 10)] == ["completed"] * 4
+    finally:
+        engine.dispose()
+    assert raised.value.exit_code == 3
+
+
+# --- what `tracker demo` stored and printed --------------------------------------------------
+
+
+def test_the_demo_walks_one_config_through_its_versions_in_completed_simulated_runs(
+        demo: DemoOutput) -> None:
+    engine = open_store(demo.db_url)
+    try:
+        with Session(engine) as session:
+            runs = fetch_runs(session, 1000)[::-1]
+            versions = fetch_config_versions(session, "demo-chat")
+    finally:
+        engine.dispose()
+    assert len(versions) == len(shipped_demo()[0]) >= 2
+    assert {(r.config_name, r.suite_name) for r in runs} == {("demo-chat", "demo-load")}
+    assert all(r.status.value == "completed" and r.simulated and r.failed == 0 for r in runs)
+    per_version = [sum(1 for r in runs if r.config_version == v.version) for v in versions]
+    assert per_version[:-1] == [WALK_RUNS] * (len(versions) - 1)
+    assert 5 <= per_version[-1] <= 10  # the change runs until the watch has caught it
+    order = [r.config_version for r in runs]
+    assert order == sorted(order, key=[v.version for v in versions].index)  # one after another
+
+
+def test_the_demo_regression_is_attributed_to_the_changed_config_field(demo: DemoOutput) -> None:
+    records = _regressions(demo.db_url)
+    caught = [r for r in records if r.regressed is True]
+    assert caught, records
+    assert all(r.attribution == CHANGED and r.status.value == "open" for r in caught)
+    assert {r.series.metric for r in caught} >= {"ttft_median_s", "ttft_p99_s"}
+    assert all(r.rel_change is not None and r.rel_change > 0.5 for r in caught
+               if r.series.metric.startswith("ttft"))
+    engine = open_store(demo.db_url)
+    try:
+        with Session(engine) as session:
+            runs = fetch_runs(session, 1000)
+            last = fetch_config_versions(session, "demo-chat")[-1].version
+    finally:
+        engine.dispose()
+    first_bad = min(r.run_id for r in runs if r.config_version == last)
+    assert {r.run_id for r in caught} == {first_bad}
+
+
+def test_the_demo_gate_report_shows_the_regression_and_the_config_diff(demo: DemoOutput) -> None:
+    report = demo.report.read_text(encoding="utf-8")
+    assert report.startswith("## tracker gate: ❌ regression")
+    assert "| `engine.max_num_seqs` | `256` | `4` |" in report
+    assert re.search(r"\| chat\\-c16 \| TTFT median \|.*\| ❌ regression \|", report), report
+    assert "(stored runs) · simulated" in report
+
+
+def test_the_demo_prints_the_alert_and_where_to_look(demo: DemoOutput) -> None:
+    out = demo.stdout
+    headline = next(r for r in _regressions(demo.db_url)
+                    if r.regressed and r.series.metric == "ttft_p99_s")
+    assert (":rotating_light: Regression in *ttft_p99_s* on demo-chat@" in out
+            and f"run {headline.run_id}; config diff: {CHANGED}" in out)
+    assert f"  regression  #{headline.id}: change point in ttft_p99_s (chat-c16)" in out
+    assert f"attributed to: {CHANGED}" in out
+    assert "\n  tracker dashboard\n" in out  # the default database, as the demo used
+    assert f"/compare?base={headline.run_id - 1}&head={headline.run_id} " in out
+    assert "  the gate report: tracker-demo-gate.md\n" in out
+    assert f"  tracker show {headline.run_id}\n" in out
+    assert "Traceback" not in demo.stderr
