@@ -25,13 +25,17 @@ st.plotly_chart(charts.render_status_grid(overview), width="stretch")
 st.caption(f"Stale: the latest run is older than {STALE_AFTER.total_seconds() / 3600:.0f} h. "
            "Hollow markers on Trends are simulated runs.")
 
-if not open_regressions.empty:
-    st.subheader(f"Open regressions ({len(open_regressions)})")
-    for row in open_regressions.head(8).to_dict("records"):
+worse, other = triage.split_by_direction(open_regressions)
+if not worse.empty:
+    st.subheader(f"Open regressions ({len(worse)})")
+    for row in worse.head(8).to_dict("records"):
         left, right = st.columns([3, 1])
         left.text(ui.plain_text(triage.describe(row)))
         with right:
             triage.regression_link(int(row["id"]), f"Triage regression {int(row['id'])}")
+if not other.empty:
+    st.caption(f"Also open: {len(other)} change points in the better (or an unknown) direction; "
+               "see Regressions.")
 
 problems = overview[overview["state"] != "pass"]
 if problems.empty:

@@ -277,3 +277,15 @@ def test_demo_refuses_a_gate_report_in_a_missing_directory_before_any_run(
     err = capsys.readouterr().err
     assert f"error: --gate-report {report}: directory {report.parent} does not exist" in err
     assert not db.exists()
+
+
+def test_a_reader_that_stops_early_is_not_an_internal_error(tmp_path: Path) -> None:
+    """`tracker init DIR | head -1`: the pipe closes before the command has printed everything."""
+    process = subprocess.Popen([sys.executable, "-m", "tracker", "init", str(tmp_path / "new")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the first line
+    with process.stderr:
+        err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 0, err
+    assert "internal error" not in err and "Traceback" not in err

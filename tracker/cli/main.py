@@ -53,6 +53,17 @@ def dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(f"unhandled command {command}")
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     with redacted_output():  # nothing secret is printed or logged, whatever the command does
         return _main(argv)
@@ -68,6 +79,9 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:  # `tracker runs | head`: the reader has all it wanted
+        _silence_stdout()
+        return ExitCode.OK
     except Exception as exc:  # the job boundary: a bug, reported in one line
         if os.environ.get("TRACKER_DEBUG"):
             traceback.print_exc()

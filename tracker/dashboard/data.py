@@ -64,9 +64,10 @@ def engine_for(url: str) -> Engine:
 
 def _empty_hint(url: str) -> str:
     shown = redact_url(url)
-    return (f"No runs in {shown} yet. Fill it with: tracker demo --db {shown} (the shipped "
-            "suites on the built-in simulator, about a minute), or store your own with "
-            "tracker run --config … --suite …, then reload this page.")
+    return (f"No runs in {shown} yet. Fill it with: tracker demo --db {shown} (a small history "
+            "on the built-in simulator, with a config change that regresses, in about a "
+            "minute), or store your own with tracker run --config … --suite …, then reload "
+            "this page.")
 
 
 def query_database_state(url: str) -> DatabaseState:

@@ -35,6 +35,15 @@ def regression_table(frame: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def split_by_direction(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(records in the worse direction, largest change first; the others: improvements and
+    changes of unknown direction), so an improvement never reads as a regression."""
+    worse = frame["regressed"] == True  # noqa: E712 - a column of True/False/None
+    size = frame["rel_change"].abs().fillna(0.0)
+    ordered = frame.assign(_size=size).sort_values("_size", ascending=False).drop(columns="_size")
+    return ordered[worse.loc[ordered.index]], frame[~worse]
+
+
 def describe(row: Mapping[Hashable, Any]) -> str:
     """One plain-text line: the series and the size of the change."""
     rel = row["rel_change"]

@@ -12,8 +12,6 @@ from pathlib import Path
 
 from tracker.errors import ConfigError
 
-DEMO_CONFIG = "sim-default.yaml"
-
 
 def _folder(package: str) -> Path:
     try:
