@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 from tracker.analysis import compare_samples
 from tracker.analysis.stats import compute_quantile
+from tracker.metrics import get_metric
 
 MEDIAN_S = 0.080
 BODY_SIGMA = 0.25
@@ -43,6 +44,8 @@ TAIL_INDEX = 1.5
 RUN_SIGMA = 0.01
 MODELS = ("lognormal", "stragglers")
 _model = {"name": "lognormal"}
+
+TTFT_MEDIAN = get_metric("ttft_median_s")  # a latency: lower is better
 
 
 def draw_ttft(rng: random.Random) -> float:
@@ -74,7 +77,7 @@ def p99_only_transform(rng: random.Random) -> tuple[Callable[[float], float], fl
 
 
 def _regressed(base: object, head: object, statistic: str, seed: int) -> bool:
-    verdict = compare_samples(base, head, lower_is_better=True,  # type: ignore[arg-type]
+    verdict = compare_samples(base, head, TTFT_MEDIAN,  # type: ignore[arg-type]
                               statistic=statistic, seed=seed)
     return verdict.regressed
 

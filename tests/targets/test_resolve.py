@@ -92,3 +92,20 @@ async def test_the_embedded_simulator_has_no_launch_and_no_network_note() -> Non
         facts = handle.environment_facts()
         assert handle.simulated and handle.launch is None
     assert str(facts["engine"]).startswith("tracker-sim") and "network_note" not in facts
+
+
+def _noisy_sim() -> LoadedConfig:
+    body = {"name": "noisy", "target": {"kind": "sim", "model": "sim/m",
+                                        "simulator": {"seed": 3, "run_noise": 0.5}}}
+    return build_loaded_config(ServingConfig.model_validate(body), "noisy.yaml")
+
+
+async def test_each_simulated_run_draws_its_own_speed_unless_it_is_numbered() -> None:
+    """Run-to-run variation like a real server's, with no process-wide counter behind it."""
+    factors = []
+    for ordinal in (None, None, 7, 7):
+        async with open_target(_noisy_sim(), run_ordinal=ordinal) as handle:
+            factors.append(handle.sim_run_factor)
+    assert all(factor is not None for factor in factors)
+    assert factors[0] != factors[1]  # two fresh draws (run_noise 0.5: equal only by accident)
+    assert factors[2] == factors[3]  # the same ordinal, the same draw: reproducible when asked

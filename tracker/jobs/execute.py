@@ -194,12 +194,14 @@ def register_inputs(engine: Engine, config: LoadedConfig, suite: LoadedSuite) ->
 
 def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
                   progress: Progress | None = None,
-                  telemetry: TelemetrySettings | None = None) -> RunResult:
-    """Run one suite against one config and return the run as stored."""
+                  telemetry: TelemetrySettings | None = None, *,
+                  run_ordinal: int | None = None) -> RunResult:
+    """Run one suite against one config and return the run as stored (``run_ordinal``: see
+    ``tracker.targets.resolve.open_target``)."""
     check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
     config_version_id, suite_id = register_inputs(engine, config, suite)
     sink = StoreSink(engine, config_version_id, suite_id)
-    runner = SuiteRunner(config, suite, sink, progress, telemetry)
+    runner = SuiteRunner(config, suite, sink, progress, telemetry, run_ordinal=run_ordinal)
     try:
         outcome = run_async(_run_until_signalled(runner))
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -87,8 +87,11 @@ def fetch_sim_metrics(base_url: str) -> dict[str, float]:
     return values
 
 
-def measure_config(store: Engine, loaded: LoadedConfig, suite: LoadedSuite) -> WalkMeasurement:
-    with ThreadedSimServer(loaded.config) as server:
+def measure_config(store: Engine, loaded: LoadedConfig, suite: LoadedSuite,
+                   repeat: int = 0) -> WalkMeasurement:
+    """One run of ``loaded``; its ``repeat``-th (the simulator's run-to-run draw: the same for
+    every config of one pass, so a pass compares configs, and passes vary like repeated runs)."""
+    with ThreadedSimServer(loaded.config, run_ordinal=repeat) as server:
         run = execute_suite(store, _attached(loaded, server.base_url), suite)
         metrics = fetch_sim_metrics(server.base_url)
     summaries = [w.summary for w in run.workloads if w.summary.ttft is not None]
@@ -109,9 +112,9 @@ def measure_walk(store: Engine, configs: Sequence[LoadedConfig], suite: LoadedSu
     """``repeats`` passes over the walk, interleaved (config 1..n, then again) so drift in the
     machine's load spreads over every config rather than landing on one."""
     rows: list[list[WalkMeasurement]] = [[] for _ in configs]
-    for _ in range(repeats):
+    for repeat in range(repeats):
         for index, loaded in enumerate(configs):
-            rows[index].append(measure_config(store, loaded, suite))
+            rows[index].append(measure_config(store, loaded, suite, repeat))
     return rows
 
 

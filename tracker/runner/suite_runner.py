@@ -80,8 +80,10 @@ def _why_empty(results: list[WorkloadResult]) -> str:
 class SuiteRunner:
     def __init__(self, config: LoadedConfig, suite: LoadedSuite, sink: RunSink,
                  progress: Progress | None = None,
-                 telemetry: TelemetrySettings | None = None) -> None:
+                 telemetry: TelemetrySettings | None = None, *,
+                 run_ordinal: int | None = None) -> None:
         self.config = config
+        self.run_ordinal = run_ordinal  # for the embedded simulator; None: a fresh draw
         self.suite = suite
         self.sink = sink
         self.progress = progress
@@ -104,7 +106,7 @@ class SuiteRunner:
             return run_ids[0]
 
         try:
-            async with open_target(self.config) as handle:
+            async with open_target(self.config, run_ordinal=self.run_ordinal) as handle:
                 environment.update(handle.environment_facts())
                 begin()
                 await self._run_workloads(handle)

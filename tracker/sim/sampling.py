@@ -8,6 +8,7 @@ ordinal to the seed, so each request varies while the run as a whole stays repro
 from __future__ import annotations
 
 import math
+import random
 
 from tracker.inputs.prompts import VOCABULARY, SplitMix64, derive_seed
 
@@ -38,6 +39,11 @@ class StepJitter:
         if self._noise == 0.0:
             return 1.0
         return max(_JITTER_FLOOR, 1.0 + self._noise * compute_standard_normal(self._rng))
+
+
+def draw_run_ordinal() -> int:
+    """A fresh ordinal for a run nobody numbered: like a real server, no two runs alike."""
+    return random.SystemRandom().randrange(2**31)
 
 
 def draw_run_factor(seed: int, noise: float, ordinal: int) -> float:

@@ -129,6 +129,11 @@ class ThreadedSimServer:
             raise RuntimeError("the simulator is not started: call start() or use `with`")
         return self._base_url
 
+    @property
+    def run_factor(self) -> float:
+        """The running engine's speed draw for this run (see ``SimServer.run_factor``)."""
+        return self._server.run_factor
+
     def start(self) -> str:
         """Start the thread and block until the server listens; returns the base URL."""
         if self._thread is not None:

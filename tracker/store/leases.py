@@ -11,7 +11,7 @@ runs whose owner is gone:
 
 A reaped run keeps what was measured: ``partial`` with the reason, ``failed`` when nothing was.
 A run that a worker makes for a queued request that is still ``running`` is left to the queue's
-reaper (``tracker.store.queue``), which closes it the same way when it requeues the request, so the
+reaper (``tracker.store.run_queue``), which closes it the same way when it requeues the request, so the
 request and its run end together; each reaper closes only a run that is still ``running``, so no
 run is closed twice.
 """

@@ -38,6 +38,7 @@ class TargetHandle:
     engine: str | None  # engine name and version where known
     launch: LaunchRecord | None = None  # set when the tracker started the server
     network_note: str | None = None  # set for remote targets: what the latencies include
+    sim_run_factor: float | None = None  # the embedded simulator's speed draw for this run
 
     def environment_facts(self) -> dict[str, object]:
         """What the run's environment should record about the target (nothing secret)."""
@@ -94,8 +95,10 @@ def describe_network(base_url: str) -> str:
 
 
 @asynccontextmanager
-async def open_target(loaded: LoadedConfig,
-                      log_dir: str | Path | None = None) -> AsyncIterator[TargetHandle]:
+async def open_target(loaded: LoadedConfig, log_dir: str | Path | None = None, *,
+                      run_ordinal: int | None = None) -> AsyncIterator[TargetHandle]:
+    """The target, up; ``run_ordinal`` numbers the run for the embedded simulator's run-to-run
+    speed draw (None: a fresh draw, as a real server varies from run to run)."""
     target = loaded.config.target
     headers = resolve_headers(loaded)
     if target.base_url is not None:
@@ -107,8 +110,9 @@ async def open_target(loaded: LoadedConfig,
             yield TargetHandle(Endpoint(server.base_url, headers), True, False,
                                record.facts.engine_version, launch=record)
         return
-    async with _embedded_simulator(loaded) as base_url:
-        yield TargetHandle(Endpoint(base_url, headers), True, True, SIM_ENGINE)
+    async with _embedded_simulator(loaded, run_ordinal) as (base_url, factor):
+        yield TargetHandle(Endpoint(base_url, headers), True, True, SIM_ENGINE,
+                           sim_run_factor=factor)
 
 
 async def _attach(loaded: LoadedConfig, headers: dict[str, str]) -> TargetHandle:
@@ -125,12 +129,15 @@ async def _attach(loaded: LoadedConfig, headers: dict[str, str]) -> TargetHandle
 
 
 @asynccontextmanager
-async def _embedded_simulator(loaded: LoadedConfig) -> AsyncIterator[str]:
+async def _embedded_simulator(loaded: LoadedConfig,
+                              run_ordinal: int | None) -> AsyncIterator[tuple[str, float]]:
+    from tracker.sim.sampling import draw_run_ordinal
     from tracker.sim.server import ThreadedSimServer
 
-    server = ThreadedSimServer(loaded.config)
+    ordinal = draw_run_ordinal() if run_ordinal is None else run_ordinal
+    server = ThreadedSimServer(loaded.config, run_ordinal=ordinal)
     await asyncio.to_thread(server.start)
     try:
-        yield server.base_url
+        yield server.base_url, server.run_factor
     finally:
         await asyncio.to_thread(server.stop)
