@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.test_pages import open_page, texts
+from tests.dashboard.apptest import open_page, texts
+from tests.local_http import WebhookReceiver
 from tracker.dashboard.pages import PAGES, page
-from tracker.eventloop import run_async
+from tracker.redaction import register_secret
 from tracker.scheduling.alerts import RegressionAlert, WebhookSettings, deliver_alerts
 from tracker.store.db import open_store
 
@@ -252,36 +252,16 @@ def _stored_errors(url: str) -> set[str]:
 
 def _webhook_bodies(url: str) -> list[str]:
     """An alert whose text holds what the gateway said goes to a real local receiver."""
-    bodies: list[str] = []
-
-    async def receive(request: web.Request) -> web.Response:
-        bodies.append(await request.text())
-        return web.Response(text="ok")
-
-    async def deliver() -> None:
-        app = web.Application()
-        app.router.add_post("/hooks/T0/B0/secretpath", receive)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        alert = RegressionAlert(run_id=1, config="base@1", suite="echoed", metric="ttft_p99_s",
-                                rel_change=0.2, config_diff=(f"said: {echo('Bearer ' + KEY)}",))
-        settings = WebhookSettings(f"http://127.0.0.1:{port}/hooks/T0/B0/secretpath", attempts=1)
-        engine = open_store(url)
-        try:
-            await asyncio.to_thread(deliver_alerts, engine, [alert], settings)
-        finally:
-            engine.dispose()
-            await runner.cleanup()
-
+    alert = RegressionAlert(run_id=1, config="base@1", suite="echoed", metric="ttft_p99_s",
+                            rel_change=0.2, config_diff=(f"said: {echo('Bearer ' + KEY)}",))
     os.environ[KEY_ENV] = KEY  # this process knows the key as the tracker's own processes do
+    register_secret(KEY)
+    engine = open_store(url)
     try:
-        from tracker.redaction import register_secret
-        register_secret(KEY)
-        run_async(deliver())
+        with WebhookReceiver() as receiver:
+            deliver_alerts(engine, [alert], WebhookSettings(receiver.url, attempts=1))
     finally:
+        engine.dispose()
         del os.environ[KEY_ENV]
-    assert len(bodies) == 1
-    return bodies
+    assert len(receiver.texts) == 1
+    return receiver.texts

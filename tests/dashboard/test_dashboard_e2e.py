@@ -15,13 +15,11 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,8 @@ from sqlalchemy.orm import Session
 
 from tests.dashboard.conftest import Populated, inject_outside_text, named_markup
 from tests.jobs.test_demo import DemoOutput, run_demo_once
+from tests.local_http import CountingServer
+from tests.waiting import wait_for
 from tracker.dashboard.ui import WORD_JOINER
 from tracker.store.db import open_store
 from tracker.store.regressions import fetch_regression
@@ -176,52 +176,10 @@ def _walk(page: Any, base: str, populated: Populated, screenshots: Path) -> None
 # --- outside text, behind a trusted proxy --------------------------------------------------------
 
 PROXY_USER = "erin@example.com"
-PIXEL = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000"
-                      "010001000002024401003b")  # a 1x1 GIF
-
-
-class CountingServer:
-    """A real HTTP server on 127.0.0.1 that answers every GET with a pixel and counts them."""
-
-    def __init__(self) -> None:
-        self.paths: list[str] = []
-        counted = self.paths
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                counted.append(self.path)
-                self.send_response(200)
-                self.send_header("Content-Type", "image/gif")
-                self.send_header("Content-Length", str(len(PIXEL)))
-                self.end_headers()
-                self.wfile.write(PIXEL)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/pixel.gif"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def wait_for(self, count: int, timeout_s: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if len(self.paths) >= count:
-                return True
-            time.sleep(0.05)
-        return False
-
-
 @pytest.fixture(scope="module")
 def image_server() -> Iterator[CountingServer]:
-    server = CountingServer()
-    server.thread.start()
-    try:
+    with CountingServer() as server:
         yield server
-    finally:
-        server.server.shutdown()
-        server.server.server_close()
-        server.thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +247,7 @@ def test_outside_markup_shows_literally_and_fetches_nothing_in_chromium(
                                                             image_server.url))]
         # The control: this browser does fetch the URL when a page really asks for it.
         page.evaluate("url => { const image = new Image(); image.src = url; }", image_server.url)
-        assert image_server.wait_for(1)
+        wait_for(lambda: len(image_server.paths) >= 1, 10, "the browser to fetch the image")
 
 
 def test_triage_behind_a_trusted_proxy_records_its_user_in_chromium(

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tests.local_http import WebhookReceiver
 from tests.scheduling.conftest import add_schedule, requests_of
 from tracker.errors import ConfigError
 from tracker.eventloop import run_async
@@ -34,42 +31,10 @@ from tracker.store.runs import fetch_run
 from tracker.targets.launcher import find_free_port
 
 
-class Receiver:
-    """A webhook endpoint on 127.0.0.1 that answers with the queued statuses, then 200."""
-
-    def __init__(self, statuses: Sequence[int] = ()) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.paths: list[str] = []
-        self.statuses = list(statuses)
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                receiver.bodies.append(json.loads(self.rfile.read(length)))
-                receiver.paths.append(self.path)
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/services/T000/B000/secret"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    server.thread.start()
-    try:
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as server:
         yield server
-    finally:
-        server.server.shutdown()
-        server.server.server_close()
 
 
 def _dead_url() -> str:
@@ -96,7 +61,7 @@ def _run_one_request(engine: Engine, files: dict[str, Path], webhook: WebhookSet
 
 
 def test_one_injected_regression_sends_one_alert(engine: Engine, files: dict[str, Path],
-                                                 receiver: Receiver) -> None:
+                                                 receiver: WebhookReceiver) -> None:
     run = _run_one_request(engine, files, WebhookSettings(receiver.url, timeout_s=5))
     assert run.status is RunStatus.COMPLETED
     assert len(receiver.bodies) == 1
@@ -123,7 +88,7 @@ def test_a_dead_receiver_does_not_break_the_run(engine: Engine, files: dict[str,
     assert delivery.payload["alert"]["metric"] == "ttft_p99_s"
 
 
-def test_a_busy_receiver_is_retried(receiver: Receiver) -> None:
+def test_a_busy_receiver_is_retried(receiver: WebhookReceiver) -> None:
     receiver.statuses = [503, 429]
     alert = RegressionAlert(run_id=1, config="c@1", suite="s", metric="m", rel_change=-0.2)
     attempt, count = run_async(post_webhook(
@@ -132,7 +97,7 @@ def test_a_busy_receiver_is_retried(receiver: Receiver) -> None:
     assert attempt.ok and count == 3 and len(receiver.bodies) == 3
 
 
-def test_a_rejected_alert_is_not_retried(receiver: Receiver) -> None:
+def test_a_rejected_alert_is_not_retried(receiver: WebhookReceiver) -> None:
     receiver.statuses = [400]
     alert = RegressionAlert(run_id=1, config="c@1", suite="s", metric="m", rel_change=0.3)
     attempt, count = run_async(post_webhook(WebhookSettings(receiver.url, attempts=3),
@@ -154,7 +119,7 @@ def test_the_webhook_url_is_read_from_the_environment_and_never_shown(
 
 
 def test_an_open_regression_stored_by_the_analysis_for_the_run_is_alerted(
-        engine: Engine, files: dict[str, Path], receiver: Receiver) -> None:
+        engine: Engine, files: dict[str, Path], receiver: WebhookReceiver) -> None:
     regressions = pytest.importorskip("tracker.store.regressions")
     if not hasattr(regressions, "save_regression"):
         pytest.skip("the analysis store has no save_regression yet")
