@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from tracker.dashboard.verdicts import compute_verdicts
 from tracker.gate.gating import GateOptions, build_gate_result, compute_gate_rows
 from tracker.load.summary import compute_workload_summary
+from tracker.reports.gate_report import render_gate_markdown
 from tracker.results import (
     ClientHealth,
     RequestRecord,
@@ -71,3 +72,19 @@ def test_the_gate_and_the_dashboard_judge_the_same_metrics_the_same_way() -> Non
     assert by_metric["ttft_median_s"] == "regression"  # twice the TTFT, on both faces
     assert all(row.verdict is not None and row.verdict.outcome.value == by_metric[row.metric]
                for row in rows if row.metric.endswith("_median_s"))
+
+
+def test_a_client_bound_run_among_several_is_left_out_and_the_rest_compared() -> None:
+    """One run of three on a busy client does not cost the verdict: the other two are compared."""
+    base = [_run(i, 0.100, client_bound=False) for i in (1, 2, 3)]
+    head = [_run(4, 0.200, client_bound=True), _run(5, 0.200, client_bound=False),
+            _run(6, 0.200, client_bound=False)]
+    rows = compute_gate_rows(base, head, GateOptions())
+    assert rows and all(row.verdict is not None for row in rows)
+    assert all(row.note == "1 of 3 head runs left out (client-bound)" for row in rows)
+    assert all(row.verdict.head_runs == 2 for row in rows if row.verdict is not None)
+    result = build_gate_result(base, head, ("base", "head"), (), GateOptions(),
+                               interleaved=False)
+    assert result.exit_code == 1  # the two measured head runs show the regression
+    markdown = render_gate_markdown(result)
+    assert "1 of 3 head runs left out \\(client\\-bound\\)" in markdown  # escaped Markdown

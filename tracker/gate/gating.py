@@ -64,7 +64,7 @@ class GateRow:
     label: str
     unit: str
     verdict: Verdict | None  # None: not measured on one side
-    note: str | None = None  # why it was not measured
+    note: str | None = None  # why it was not measured, or which runs were left out
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +121,8 @@ def _row(name: str, metric: Metric, base: Sequence[WorkloadResult],
     bound = _client_bound_note(base, head)
     if bound is not None:
         return GateRow(name, metric.name, label, metric.unit, None, bound)
+    left_out = _left_out_note(base, head)
+    base, head = _measured(base), _measured(head)
     base_samples, head_samples = _samples(metric, base), _samples(metric, head)
     if not base_samples or not head_samples:
         side = "base" if not base_samples else "head"
@@ -129,20 +131,34 @@ def _row(name: str, metric: Metric, base: Sequence[WorkloadResult],
     verdict = compare_samples(base_samples, head_samples, metric,
                               min_effect=_min_effect(metric, options),
                               confidence=options.confidence, seed=options.seed)
-    return GateRow(name, metric.name, label, metric.unit, verdict)
+    return GateRow(name, metric.name, label, metric.unit, verdict, left_out)
+
+
+def _measured(workloads: Sequence[WorkloadResult]) -> list[WorkloadResult]:
+    """The runs of a workload that measured the server (a client-bound one measured the client)."""
+    return [w for w in workloads if not w.client_bound]
 
 
 def _client_bound_note(base: Sequence[WorkloadResult],
                        head: Sequence[WorkloadResult]) -> str | None:
-    """A client-bound workload measured the load generator, not the server: never compared."""
+    """Why a side cannot be compared: every one of its runs was client-bound (the load generator,
+    not the server, set the pace). A side with some measured runs is compared on those."""
     for side, workloads in (("base", base), ("head", head)):
-        bound = [w for w in workloads if w.client_bound]
-        if bound:
-            client = bound[0].summary.client
+        if workloads and not _measured(workloads):
+            client = workloads[0].summary.client
             why = f" ({client.reason})" if client is not None and client.reason else ""
             return (f"client-bound in the {side} run(s){why}: the load generator, not the "
                     "server, set the pace; rerun with fewer streams or a lower rate")
     return None
+
+
+def _left_out_note(base: Sequence[WorkloadResult],
+                   head: Sequence[WorkloadResult]) -> str | None:
+    """"1 of 6 head runs left out (client-bound)" when a side lost some of its runs."""
+    parts = [f"{len(workloads) - len(_measured(workloads))} of {len(workloads)} {side} runs"
+             for side, workloads in (("base", base), ("head", head))
+             if len(_measured(workloads)) < len(workloads)]
+    return f"{' and '.join(parts)} left out (client-bound)" if parts else None
 
 
 def _problems(runs: Sequence[RunResult], side: str) -> list[str]:

@@ -55,8 +55,9 @@ def _table_row(row: GateRow) -> str:
                  f"⚠️ {escape_markdown(row.note or '')}"]
     else:
         v = row.verdict
+        verdict = render_verdict(v) + (f" ({escape_markdown(row.note)})" if row.note else "")
         cells = [escape_markdown(row.workload), row.label, render_value(v.base_value, row.unit),
-                 render_value(v.head_value, row.unit), render_change(v), render_verdict(v)]
+                 render_value(v.head_value, row.unit), render_change(v), verdict]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
