@@ -46,6 +46,7 @@ class WebhookReceiver(LocalServer):
         self.texts: list[str] = []
         self.paths: list[str] = []
         self.statuses = list(statuses)
+        self.redirect_to: str | None = None  # answer 307 with this Location instead
         receiver = self
 
         class Handler(_Quiet):
@@ -54,6 +55,11 @@ class WebhookReceiver(LocalServer):
                 receiver.texts.append(self.rfile.read(length).decode("utf-8", "replace"))
                 receiver.paths.append(self.path)
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
+                if receiver.redirect_to is not None:
+                    self.send_response(307)  # method and body kept: a follower resends it
+                    self.send_header("Location", receiver.redirect_to)
+                    self.end_headers()
+                    return
                 self.send_response(status)
                 self.end_headers()
                 self.wfile.write(b"ok")

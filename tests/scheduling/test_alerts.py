@@ -13,6 +13,7 @@ from tests.local_http import WebhookReceiver
 from tests.scheduling.conftest import add_schedule, requests_of
 from tracker.errors import ConfigError
 from tracker.eventloop import run_async
+from tracker.redaction import redact_text
 from tracker.results import RunResult, RunStatus
 from tracker.scheduling.alerts import (
     RegressionAlert,
@@ -103,6 +104,23 @@ def test_a_rejected_alert_is_not_retried(receiver: WebhookReceiver) -> None:
     attempt, count = run_async(post_webhook(WebhookSettings(receiver.url, attempts=3),
                                             render_slack_payload(alert)))
     assert not attempt.ok and count == 1 and attempt.error == "HTTP 400"
+
+
+def test_a_redirect_is_never_followed(receiver: WebhookReceiver) -> None:
+    """A redirect could carry the alert (and the URL's token) to another host."""
+    alert = RegressionAlert(run_id=1, config="c@1", suite="s", metric="m", rel_change=0.3)
+    with WebhookReceiver() as elsewhere:
+        receiver.redirect_to = elsewhere.url
+        attempt, count = run_async(post_webhook(WebhookSettings(receiver.url, attempts=3),
+                                                render_slack_payload(alert)))
+    assert not attempt.ok and attempt.error == "HTTP 307" and count == 1
+    assert len(receiver.texts) == 1 and elsewhere.texts == []
+
+
+def test_the_webhook_url_is_hidden_also_as_aiohttp_normalises_it() -> None:
+    WebhookSettings("http://Hooks.Example.COM/services/T0/B0/my secret token")
+    said = redact_text("POST http://hooks.example.com/services/T0/B0/my%20secret%20token failed")
+    assert "secret" not in said and "hooks.example.com" in said  # the host may be shown
 
 
 def test_the_webhook_url_is_read_from_the_environment_and_never_shown(
