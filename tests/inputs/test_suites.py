@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -43,20 +44,25 @@ def test_the_shipped_suites_exist_and_load() -> None:
     classic = suites["classic-load"].suite.workloads[0]
     assert (classic.num_requests, classic.concurrency, classic.max_tokens) == (256, 32, 256)
     assert classic.temperature == 0.7
-    assert suites["classic-load"].prompts[classic.name].users[-1] == "请用 200 字解释什么是 KV Cache。"
+    last = suites["classic-load"].traffic[classic.name].requests[-1]
+    assert last.messages[-1].content == "请用 200 字解释什么是 KV Cache。"
     chat = suites["chat-short"]
-    assert all(chat.prompts[w.name].system for w in chat.suite.workloads)
+    assert all(r.messages[0].role == "system" and r.messages[0].content
+               for w in chat.suite.workloads for r in chat.traffic[w.name].requests)
 
 
 def test_synthetic_prompts_have_the_asked_length_and_share_the_system_prompt(
     tmp_path: Path,
 ) -> None:
     loaded = load_suite(write(tmp_path, SUITE))
-    prompts = loaded.prompts["w"]
-    assert len(prompts.users) == 6  # 1 warm-up + 5 measured
-    assert all(count_tokens(u) == 50 for u in prompts.users)
-    assert len(set(prompts.users)) == 6
-    assert prompts.system is not None and count_tokens(prompts.system) == 20
+    requests = loaded.traffic["w"].requests
+    users = [r.messages[-1].content for r in requests]
+    systems = {r.messages[0].content for r in requests}
+    assert len(users) == 6  # 1 warm-up + 5 measured
+    assert all(count_tokens(u) == 50 for u in users)
+    assert len(set(users)) == 6
+    assert len(systems) == 1 and count_tokens(systems.pop()) == 20
+    assert all(r.messages[0].role == "system" and r.requested_input_tokens == 70 for r in requests)
 
 
 def _digest_in_subprocess(path: Path, hash_seed: str) -> str:
@@ -80,7 +86,7 @@ def test_request_bodies_are_identical_across_loads(tmp_path: Path) -> None:
     for _ in range(2):
         loaded = load_suite(path)
         w = loaded.suite.workloads[0]
-        warm, measured = build_request_specs(w, loaded.prompts["w"], model="m",
+        warm, measured = build_request_specs(w, loaded.traffic["w"], model="m",
                                              supports_ignore_eos=True)
         bodies.append([s.body for s in warm + measured])
     assert bodies[0] == bodies[1]
@@ -107,8 +113,8 @@ def test_ignore_eos_is_sent_only_where_supported(tmp_path: Path) -> None:
     loaded = load_suite(write(tmp_path, SUITE.replace("max_tokens: 8", "max_tokens: 8\n"
                                                       "    ignore_eos: true")))
     w = loaded.suite.workloads[0]
-    _, with_eos = build_request_specs(w, loaded.prompts["w"], model="m", supports_ignore_eos=True)
-    _, without = build_request_specs(w, loaded.prompts["w"], model="m", supports_ignore_eos=False)
+    _, with_eos = build_request_specs(w, loaded.traffic["w"], model="m", supports_ignore_eos=True)
+    _, without = build_request_specs(w, loaded.traffic["w"], model="m", supports_ignore_eos=False)
     assert json.loads(with_eos[0].body)["ignore_eos"] is True
     assert "ignore_eos" not in json.loads(without[0].body)
 
@@ -148,3 +154,14 @@ def test_a_suite_that_expands_past_the_limit_is_refused_with_its_line(tmp_path: 
     with pytest.raises(ConfigError) as info:
         load_suite(path)
     assert str(info.value).startswith(f"{path}:12: YAML with more than 20000 values")
+
+
+def test_single_turn_traffic_hashes_as_it_always_has(tmp_path: Path) -> None:
+    """Upgrading the tracker keeps suite versions: the digest of plain prompts is the old one
+    (name, system prompt, every user prompt, each NUL-terminated)."""
+    loaded = load_suite(write(tmp_path, SUITE))
+    requests = loaded.traffic["w"].requests
+    old = hashlib.sha256()
+    for part in ("w", requests[0].messages[0].content, *(r.messages[-1].content for r in requests)):
+        old.update(part.encode("utf-8") + b"\x00")
+    assert loaded.prompts_digest == old.hexdigest()

@@ -103,7 +103,7 @@ def test_a_messages_workload_builds_anthropic_bodies(tmp_path: Path) -> None:
         "    max_tokens: 16\n    ignore_eos: true\n    concurrency: 1\n    num_requests: 2\n",
         encoding="utf-8")
     loaded = load_suite(suite_file)
-    _, specs = build_request_specs(loaded.suite.workloads[0], loaded.prompts["w"], model="claude-x",
+    _, specs = build_request_specs(loaded.suite.workloads[0], loaded.traffic["w"], model="claude-x",
                                    supports_ignore_eos=True)
     body = json.loads(specs[0].body)
     assert body["stream"] is True and body["max_tokens"] == 16

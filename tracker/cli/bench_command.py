@@ -127,7 +127,7 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> tuple[st
     endpoint = Endpoint(args.base_url, _headers(args))
     model = args.model or await fetch_first_model(endpoint)
     suite = build_loaded_suite(Suite(name=NAME, seed=args.seed, workloads=[workload]), "-")
-    warmup, measured = build_request_specs(workload, suite.prompts[NAME], model=model,
+    warmup, measured = build_request_specs(workload, suite.traffic[NAME], model=model,
                                            supports_ignore_eos=args.ignore_eos)
     phase = WorkloadPhases(workload, args.seed).next_phase()
     assert phase is not None

@@ -25,6 +25,7 @@ from pydantic import (
 
 from tracker.inputs.configs import NAME_PATTERN
 from tracker.inputs.prompts import derive_seed, generate_words
+from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model
 from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import QualitySet
@@ -174,18 +175,12 @@ class Suite(_Strict):
 
 
 @dataclass(frozen=True, slots=True)
-class WorkloadPrompts:
-    system: str | None
-    users: tuple[str, ...]  # warm-up prompts first, then one per measured request
-
-
-@dataclass(frozen=True, slots=True)
 class LoadedSuite:
     suite: Suite
     version: str  # sha256 of the canonical form and the prompts digest
     canonical: Mapping[str, Any]
     prompts_digest: str
-    prompts: Mapping[str, WorkloadPrompts]
+    traffic: Mapping[str, WorkloadTraffic]  # per workload: what it sends, warm-up first
     path: str
     quality: QualitySet | None = None  # the loaded quality.path; its version is in ``version``
 
@@ -194,11 +189,12 @@ class LoadedSuite:
         return self.version[:12]
 
 
-def generate_workload_prompts(seed: int, workload: Workload) -> WorkloadPrompts:
+def generate_workload_traffic(seed: int, workload: Workload) -> WorkloadTraffic:
+    """The requests of a synthetic or fixed workload, warm-up first (seeded: byte-identical)."""
     total = workload.warmup_requests + workload.num_requests
     source = workload.prompts
     if isinstance(source, FixedPrompt):
-        return WorkloadPrompts(source.system_prompt, (source.text,) * total)
+        return _flat(source.system_prompt, (source.text,) * total, None)
     system = None
     if source.system_prompt_tokens:
         system = generate_words(derive_seed(seed, "system", source.system_prompt_tokens),
@@ -207,29 +203,74 @@ def generate_workload_prompts(seed: int, workload: Workload) -> WorkloadPrompts:
         generate_words(derive_seed(seed, workload.name, "user", i), source.input_tokens)
         for i in range(total)
     )
-    return WorkloadPrompts(system, users)
+    return _flat(system, users, source.system_prompt_tokens + source.input_tokens)
 
 
-def compute_prompts_digest(prompts: Mapping[str, WorkloadPrompts]) -> str:
+def _flat(system: str | None, users: tuple[str, ...], requested: int | None) -> WorkloadTraffic:
+    opening = (Message("system", system),) if system else ()
+    return WorkloadTraffic(requests=tuple(
+        PlannedRequest((*opening, Message("user", user)), requested_input_tokens=requested)
+        for user in users))
+
+
+def compute_prompts_digest(traffic: Mapping[str, WorkloadTraffic]) -> str:
+    """sha256 over every byte a suite will send. A workload of single-turn requests that share
+    one system prompt hashes as it always has (so upgrading the tracker keeps suite versions);
+    anything richer (per-request lengths, arrivals, sessions) hashes its full JSON form."""
     digest = hashlib.sha256()
-    for name, item in prompts.items():
+    for name, item in traffic.items():
         digest.update(name.encode("utf-8") + b"\x00")
-        digest.update((item.system or "").encode("utf-8") + b"\x00")
-        for user in item.users:
-            digest.update(user.encode("utf-8") + b"\x00")
+        simple = _simple_form(item)
+        if simple is not None:
+            system, users = simple
+            digest.update((system or "").encode("utf-8") + b"\x00")
+            for user in users:
+                digest.update(user.encode("utf-8") + b"\x00")
+        else:
+            digest.update(json.dumps(_traffic_form(item), sort_keys=True, ensure_ascii=False,
+                                     separators=(",", ":")).encode("utf-8") + b"\x00")
     return digest.hexdigest()
+
+
+def _simple_form(traffic: WorkloadTraffic) -> tuple[str | None, list[str]] | None:
+    """(shared system prompt, user prompts) when the traffic is that and nothing more."""
+    if traffic.sessions:
+        return None
+    systems: set[str | None] = set()
+    users: list[str] = []
+    for request in traffic.requests:
+        if request.max_tokens is not None or request.arrival_s is not None:
+            return None
+        *opening, last = request.messages
+        if last.role != "user" or len(opening) > 1 or (opening and opening[0].role != "system"):
+            return None
+        systems.add(opening[0].content if opening else None)
+        users.append(last.content)
+    return (systems.pop(), users) if len(systems) == 1 else None
+
+
+def _traffic_form(traffic: WorkloadTraffic) -> dict[str, Any]:
+    return {
+        "requests": [{"messages": [[m.role, m.content] for m in r.messages],
+                      "max_tokens": r.max_tokens, "arrival_s": r.arrival_s}
+                     for r in traffic.requests],
+        "sessions": [{"system": s.system, "turns": [[t.user, t.recorded_answer, t.max_tokens]
+                                                    for t in s.turns]}
+                     for s in traffic.sessions],
+        "history": traffic.history, "think_time_s": traffic.think_time_s,
+    }
 
 
 def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = None) -> LoadedSuite:
     canonical = suite.model_dump(mode="json", exclude_defaults=True, exclude={"description"})
     canonical["name"] = suite.name
-    prompts = {w.name: generate_workload_prompts(suite.seed, w) for w in suite.workloads}
-    prompts_digest = compute_prompts_digest(prompts)
+    traffic = {w.name: generate_workload_traffic(suite.seed, w) for w in suite.workloads}
+    prompts_digest = compute_prompts_digest(traffic)
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if quality is not None:  # a changed quality set is a changed suite
         text = f"{text}\nquality:{quality.version}"
     version = hashlib.sha256(f"{text}\n{prompts_digest}".encode()).hexdigest()
-    return LoadedSuite(suite, version, canonical, prompts_digest, prompts, path, quality)
+    return LoadedSuite(suite, version, canonical, prompts_digest, traffic, path, quality)
 
 
 def load_suite(path: str | Path) -> LoadedSuite:

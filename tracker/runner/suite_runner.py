@@ -133,7 +133,7 @@ class SuiteRunner:
         workloads = self.suite.suite.workloads
         for position, workload in enumerate(workloads):
             specs = build_request_specs(
-                workload, self.suite.prompts[workload.name],
+                workload, self.suite.traffic[workload.name],
                 model=self.config.config.target.model,
                 supports_ignore_eos=handle.supports_ignore_eos)
             phases = WorkloadPhases(workload, self.suite.suite.seed)

@@ -1,0 +1,71 @@
+"""What a workload sends, before anything is timed: planned requests, or multi-turn sessions.
+
+A suite's prompt source (synthetic words, a fixed prompt, a dataset, a production trace, or
+conversations) is turned into one of two shapes, both pure values:
+
+- ``PlannedRequest``s, one per request (warm-up first): the messages to send, an optional
+  per-request ``max_tokens`` (a dataset's recorded answer length, a trace's output length) and,
+  for a trace, the planned start on the trace's clock (``arrival_s``, after time scaling);
+- ``PlannedSession``s: a conversation's user turns, sent one after another by the load generator,
+  each request carrying the whole history. The history's assistant turns are the model's live
+  answers (``history: live``, what production does) or the recorded ones (``history: recorded``,
+  byte-identical requests every night); ``think_time_s`` passes between an answer and the next turn.
+
+The load generator (``tracker.load``) builds request bodies from these; the simulator and real
+engines see the same bytes. ``requested_input_tokens`` is what the suite asked for in the tokenizer
+it was built with (``tokenizer`` names it: ``words`` for the tracker's own, or the target's), so a
+run can record it beside the server's ``usage.prompt_tokens``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """One request of a flat workload (synthetic, fixed, dataset, trace)."""
+
+    messages: tuple[Message, ...]  # chat order; completions send them joined (system, then user)
+    max_tokens: int | None = None  # None: the workload's max_tokens
+    arrival_s: float | None = None  # trace replay: planned start, s after the trace's first row
+    requested_input_tokens: int | None = None  # what the source asked for, in ``tokenizer``
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTurn:
+    user: str
+    recorded_answer: str | None = None  # the dataset's assistant turn (history: recorded)
+    max_tokens: int | None = None  # None: the workload's max_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSession:
+    """A conversation sent turn by turn; ``system`` opens every request of it."""
+
+    turns: tuple[PlannedTurn, ...]
+    system: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadTraffic:
+    """Exactly one of ``requests`` (flat) or ``sessions`` (multi-turn) is non-empty."""
+
+    requests: tuple[PlannedRequest, ...] = ()
+    sessions: tuple[PlannedSession, ...] = ()
+    history: Literal["live", "recorded"] = "live"
+    think_time_s: float = 0.0
+    tokenizer: str = "words"  # whose token counts requested_input_tokens are
+
+    def __post_init__(self) -> None:
+        if bool(self.requests) == bool(self.sessions):
+            raise ValueError("a workload's traffic is either requests or sessions, not both")
