@@ -1,9 +1,10 @@
 """The metric registry: every stored metric with its unit and the direction that is better.
 
 A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s);
-only the edges (display, exported JSON) convert to milliseconds. ``COMPARED_METRICS`` is the one
-list a run-vs-run comparison judges (the gate and the dashboard's Compare), and
-``compute_samples`` the values it judges them on.
+only the edges (display, exported JSON) convert to milliseconds; the server's own per-run values
+(``SERVER_METRICS``: the prefix-cache hit rate) join them in ``compute_workload_metrics``.
+``COMPARED_METRICS`` is the one list a run-vs-run comparison judges (the gate and the dashboard's
+Compare), and ``compute_samples`` the values it judges them on.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ _THROUGHPUTS = (
     Metric("capacity_at_slo_req_per_s", "req/s", Direction.HIGHER_IS_BETTER,
            "sweep: the highest planned request rate that still met the SLOs"),
 )
+# Per-run values the server reports on its /metrics (``WorkloadResult.server``), under the names
+# tracker.telemetry.server_metrics gives them
+_SERVER = (
+    Metric("prefix_cache_hit_rate", "fraction", Direction.HIGHER_IS_BETTER,
+           "share of the prompt tokens the server served from its prefix cache over the workload "
+           "(its counters' deltas: hits / queries)"),
+)
+SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
 
 
 def _latency_metrics() -> list[Metric]:
@@ -67,7 +76,7 @@ def _latency_metrics() -> list[Metric]:
     ]
 
 
-REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS)}
+REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS, *_SERVER)}
 
 
 def get_metric(name: str) -> Metric:
@@ -86,7 +95,7 @@ def compute_samples(metric: Metric, workload: WorkloadResult) -> list[float]:
     successful request (every gap between chunks, for ITL), or the run's one value; empty
     when it was not measured."""
     if metric.latency is None:
-        value = compute_summary_metrics(workload.summary).get(metric.name)
+        value = compute_workload_metrics(workload).get(metric.name)
         return [] if value is None else [value]
     records = [record for record in workload.records if record.ok]
     if metric.latency == "itl":
@@ -124,4 +133,15 @@ def compute_summary_metrics(summary: WorkloadSummary) -> dict[str, float]:
         "capacity_at_slo_req_per_s": summary.capacity_at_slo_req_per_s,
     }
     values.update({k: v for k, v in throughputs.items() if v is not None})
+    return values
+
+
+def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
+    """Every registry metric one run of a workload measured: its summary's
+    (``compute_summary_metrics``) and the server's (``SERVER_METRICS``) when it was scraped."""
+    values = compute_summary_metrics(workload.summary)
+    server = workload.server
+    if server is not None and server.measured:
+        values.update({name: server.values[name] for name in SERVER_METRICS
+                       if name in server.values})
     return values

@@ -122,7 +122,17 @@ def _server_line(run: RunResult) -> str:
     preemptions = server.get("num_preemptions")
     return (f"server: kv-cache peak {_pct(server.get('kv_cache_usage_peak'))}, preemptions "
             f"{'-' if preemptions is None else int(preemptions)}, prefix-cache hit rate "
-            f"{_pct(server.get('prefix_cache_hit_rate'))}")
+            f"{_pct(server.get('prefix_cache_hit_rate'))}{_workload_hit_rates(run)}")
+
+
+def _workload_hit_rates(run: RunResult) -> str:
+    """`` (chat 12.0%, agent 81.5%)`` when more than one workload measured a hit rate."""
+    rates = [(w.name, w.server.values["prefix_cache_hit_rate"]) for w in run.workloads
+             if w.server is not None and w.server.measured
+             and "prefix_cache_hit_rate" in w.server.values]
+    if len(rates) < 2:
+        return ""
+    return " (" + ", ".join(f"{name} {_pct(rate)}" for name, rate in rates) + ")"
 
 
 def _quality_line(quality: QualityResult) -> str:

@@ -1,21 +1,28 @@
 """Server telemetry: the target's Prometheus ``/metrics`` before, during and after a workload.
 
-vLLM's names are read with either prefix (``vllm:`` or the ``vllm_`` some setups expose) and
-summed over label sets (``model_name``, ``finished_reason``, engines). What is kept, per workload:
+The exposition text is parsed with ``prometheus_client``'s parser. vLLM's names are read with
+either prefix (``vllm:`` or the ``vllm_`` some setups expose); llama.cpp's (``llamacpp:``) and
+SGLang's (``sglang:``) are read as vLLM's where they mean the same (``LLAMACPP_NAMES``,
+``SGLANG_NAMES``); every other sample is dropped. Values are summed over label sets
+(``model_name``, ``finished_reason``, engines, data-parallel ranks), fractions excepted (their
+max). What is kept, per workload, under vLLM's names:
 
 - gauges, as ``<name>_peak`` and ``<name>_mean`` over the scrapes taken while it ran (the final one
   included): ``kv_cache_usage`` (0..1; ``kv_cache_usage_perc``, or the deprecated
   ``gpu_cache_usage_perc``), ``num_requests_running``, ``num_requests_waiting``;
-- counters, as the delta from the scrape before to the scrape after: ``num_preemptions``,
-  ``prompt_tokens``, ``generation_tokens``, ``request_success``, ``prefix_cache_queries``,
-  ``prefix_cache_hits`` (also the older ``gpu_prefix_cache_*`` names);
-- ``prefix_cache_hit_rate`` = hits / queries over the workload (or the V0 gauge
-  ``gpu_prefix_cache_hit_rate``'s mean);
+- counters, as the delta from the scrape before to the scrape after (a labelled counter that
+  appears during the workload counts from 0): ``num_preemptions``,
+  ``prompt_tokens``, ``prompt_tokens_cached``, ``generation_tokens``, ``request_success``,
+  ``prefix_cache_queries``, ``prefix_cache_hits`` (also the older ``gpu_prefix_cache_*`` names);
+- ``prefix_cache_hit_rate``: the share of prompt tokens served from the prefix cache over the
+  workload, from counter deltas (``compute_hit_rate``); only a server with no such counters (vLLM
+  V0, an older SGLang) gets its hit-rate gauge's mean over the scrapes instead; neither: absent;
 - the server's own latency histograms as means over the workload (Δsum / Δcount):
   ``server_ttft_mean_s``, ``server_tpot_mean_s``, ``server_itl_mean_s``, ``server_e2el_mean_s``,
   ``server_queue_time_mean_s``, ``server_prefill_time_mean_s``, ``server_decode_time_mean_s``.
 
-A target without ``/metrics`` (404, refused, no vLLM names) is "not measured", never an error.
+A target without ``/metrics`` (404, refused, none of these names declared) is "not measured", never
+an error; so is one whose kept lines do not parse (the reason quotes the parser).
 """
 
 from __future__ import annotations
@@ -23,18 +30,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from tracker.load.generator import Endpoint
+from tracker.redaction import redact_one_line
 from tracker.results import ServerTelemetry
 
 DEFAULT_SCRAPE_INTERVAL_S = 0.5
 SCRAPE_TIMEOUT_S = 5.0
-_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+\S+)?$")
 
 GAUGES: dict[str, tuple[str, ...]] = {
     "kv_cache_usage": ("kv_cache_usage_perc", "gpu_cache_usage_perc"),
@@ -44,6 +51,7 @@ GAUGES: dict[str, tuple[str, ...]] = {
 COUNTERS: dict[str, tuple[str, ...]] = {
     "num_preemptions": ("num_preemptions_total", "num_preemptions"),
     "prompt_tokens": ("prompt_tokens_total",),
+    "prompt_tokens_cached": ("prompt_tokens_cached_total",),
     "generation_tokens": ("generation_tokens_total",),
     "request_success": ("request_success_total",),
     "prefix_cache_queries": ("prefix_cache_queries_total", "gpu_prefix_cache_queries_total"),
@@ -58,37 +66,98 @@ HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "server_prefill_time": ("request_prefill_time_seconds",),
     "server_decode_time": ("request_decode_time_seconds",),
 }
+HIT_RATE_GAUGE = "gpu_prefix_cache_hit_rate"  # vLLM V0's gauge (0..1); SGLang's cache_hit_rate
+# (hits, queries) counter deltas whose ratio is the hit rate, the first pair measured wins:
+# vLLM's prefix-cache counters, then cached / all prompt tokens (vLLM, llama.cpp, SGLang)
+HIT_RATE_COUNTERS = (("prefix_cache_hits", "prefix_cache_queries"),
+                     ("prompt_tokens_cached", "prompt_tokens"))
 _MAX_AGGREGATED = ("_perc", "hit_rate")  # fractions are not summed over label sets
 
+_VLLM_NAMES: dict[str, tuple[str, ...]] = {name: (name,) for name in (
+    *(n for names in (*GAUGES.values(), *COUNTERS.values()) for n in names),
+    *(f"{n}_{part}" for names in HISTOGRAMS.values() for n in names for part in ("sum", "count")),
+    HIT_RATE_GAUGE)}
+# llama-server: no KV-usage gauge (the older kv_cache_usage_ratio is read where it exists), and
+# its prompt_tokens_total leaves the cached tokens out, where vLLM's counts every prompt token
+LLAMACPP_NAMES: dict[str, tuple[str, ...]] = {
+    "requests_processing": ("num_requests_running",),
+    "requests_deferred": ("num_requests_waiting",),
+    "kv_cache_usage_ratio": ("kv_cache_usage_perc",),
+    "tokens_predicted_total": ("generation_tokens_total",),
+    "prompt_tokens_total": ("prompt_tokens_total",),
+    "prompt_tokens_cached_total": ("prompt_tokens_cached_total", "prompt_tokens_total"),
+}
+SGLANG_NAMES: dict[str, tuple[str, ...]] = {
+    "num_running_reqs": ("num_requests_running",),
+    "num_queue_reqs": ("num_requests_waiting",),
+    "token_usage": ("kv_cache_usage_perc",),
+    "num_retracted_requests_total": ("num_preemptions_total",),
+    "prompt_tokens_total": ("prompt_tokens_total",),
+    "cached_tokens_total": ("prompt_tokens_cached_total",),
+    "generation_tokens_total": ("generation_tokens_total",),
+    "cache_hit_rate": (HIT_RATE_GAUGE,),
+    **{f"{name}_{part}": (f"{vllm}_{part}",) for name, vllm in (
+        ("time_to_first_token_seconds", "time_to_first_token_seconds"),
+        ("inter_token_latency_seconds", "inter_token_latency_seconds"),
+        ("e2e_request_latency_seconds", "e2e_request_latency_seconds"),
+        ("queue_time_seconds", "request_queue_time_seconds")) for part in ("sum", "count")},
+}
+ENGINE_NAMES: dict[str, Mapping[str, tuple[str, ...]]] = {
+    "vllm:": _VLLM_NAMES, "vllm_": _VLLM_NAMES, "llamacpp:": LLAMACPP_NAMES,
+    "sglang:": SGLANG_NAMES,
+}
 
-def _strip_prefix(name: str) -> str | None:
-    for prefix in ("vllm:", "vllm_"):
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return None
+
+class ScrapeError(Exception):
+    pass
+
+
+def _vllm_names(sample_name: str) -> tuple[str, ...]:
+    """The vLLM names (without the prefix) a sample counts towards; () for one not kept."""
+    for prefix, names in ENGINE_NAMES.items():
+        if sample_name.startswith(prefix):
+            return names.get(sample_name[len(prefix):], ())
+    return ()
+
+
+def _sample_name(line: str) -> str:
+    end = len(line)
+    for stop in ("{", " ", "\t"):
+        found = line.find(stop)
+        if 0 <= found < end:
+            end = found
+    return line[:end]
+
+
+def _kept_lines(text: str) -> str:
+    """The sample lines of names that are kept: bucket lines and comments are most of a vLLM
+    exposition, and leaving them out before parsing keeps a scrape's cost off the load's loop."""
+    kept = [line for line in (raw.strip() for raw in text.splitlines())
+            if line and not line.startswith("#") and _vllm_names(_sample_name(line))]
+    return "\n".join(kept) + "\n"
 
 
 def parse_prometheus_text(text: str) -> dict[str, float]:
-    """vLLM samples by name without the prefix, aggregated over label sets; others dropped."""
+    """The kept samples under vLLM's names without the prefix, aggregated over label sets.
+
+    Raises ``ScrapeError`` naming the parser's complaint when a kept line is not the Prometheus
+    text format."""
     values: dict[str, float] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _LINE.match(line)
-        name = _strip_prefix(match.group(1)) if match else None
-        if match is None or name is None or name.endswith(("_bucket", "_created")):
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
+    try:
+        samples = [s for family in text_string_to_metric_families(_kept_lines(text))
+                   for s in family.samples]
+    except (ValueError, IndexError) as exc:
+        raise ScrapeError(f"is not the Prometheus text format ({type(exc).__name__}: "
+                          f"{redact_one_line(str(exc), 160)})") from None
+    for sample in samples:
+        value = float(sample.value)
         if not math.isfinite(value):
             continue
-        if name in values and name.endswith(_MAX_AGGREGATED):
-            values[name] = max(values[name], value)
-        else:
-            values[name] = values.get(name, 0.0) + value
+        for name in _vllm_names(sample.name):
+            if name in values and name.endswith(_MAX_AGGREGATED):
+                values[name] = max(values[name], value)
+            else:
+                values[name] = values.get(name, 0.0) + value
     return values
 
 
@@ -102,9 +171,21 @@ def _first(sample: Mapping[str, float], names: Sequence[str]) -> float | None:
 def _delta(before: Mapping[str, float], after: Mapping[str, float],
            names: Sequence[str]) -> float | None:
     start, end = _first(before, names), _first(after, names)
-    if start is None or end is None or end < start:  # absent, or the server restarted
+    if start is None and end is not None:
+        start = 0.0  # a labelled counter appears at its first count: before it, it counted 0
+    if start is None or end is None or end < start:  # never exposed, or the server restarted
         return None
     return end - start
+
+
+def compute_hit_rate(counters: Mapping[str, float]) -> float | None:
+    """Prefix-cache hits / queries from counter deltas (``HIT_RATE_COUNTERS``); None when no
+    pair was measured or nothing was queried."""
+    for hits_key, queries_key in HIT_RATE_COUNTERS:
+        hits, queries = counters.get(hits_key), counters.get(queries_key)
+        if hits is not None and queries:
+            return hits / queries
+    return None
 
 
 def compute_server_values(before: Mapping[str, float], during: Sequence[Mapping[str, float]],
@@ -121,14 +202,12 @@ def compute_server_values(before: Mapping[str, float], during: Sequence[Mapping[
         delta = _delta(before, after, names)
         if delta is not None:
             values[key] = delta
-    queries, hits = values.get("prefix_cache_queries"), values.get("prefix_cache_hits")
-    if queries and hits is not None:
-        values["prefix_cache_hit_rate"] = hits / queries
-    else:
-        rates = [v for v in (_first(s, ("gpu_prefix_cache_hit_rate",)) for s in window)
-                 if v is not None]
-        if rates:
-            values["prefix_cache_hit_rate"] = sum(rates) / len(rates)
+    rate = compute_hit_rate(values)
+    if rate is None:
+        rates = [s[HIT_RATE_GAUGE] for s in window if HIT_RATE_GAUGE in s]
+        rate = sum(rates) / len(rates) if rates else None
+    if rate is not None:
+        values["prefix_cache_hit_rate"] = rate
     for key, names in HISTOGRAMS.items():
         total = _delta(before, after, [f"{n}_sum" for n in names])
         count = _delta(before, after, [f"{n}_count" for n in names])
@@ -137,23 +216,31 @@ def compute_server_values(before: Mapping[str, float], during: Sequence[Mapping[
     return values
 
 
-class ScrapeError(Exception):
-    pass
-
-
 async def run_scrape(session: aiohttp.ClientSession, endpoint: Endpoint) -> dict[str, float]:
+    url = endpoint.url("/metrics")
     try:
-        async with session.get(endpoint.url("/metrics"), headers=endpoint.headers,
+        async with session.get(url, headers=endpoint.headers,
                                timeout=aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT_S)) as response:
             if response.status != 200:
-                raise ScrapeError(f"{endpoint.url('/metrics')} answered HTTP {response.status}")
+                hint = " (llama-server serves it with --metrics)" if response.status == 501 else ""
+                raise ScrapeError(f"{url} answered HTTP {response.status}{hint}")
             text = await response.text(errors="replace")
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        raise ScrapeError(f"{endpoint.url('/metrics')}: {type(exc).__name__}: {exc}") from None
-    values = parse_prometheus_text(text)
-    if not values:
-        raise ScrapeError(f"{endpoint.url('/metrics')} exposes no vLLM metrics (vllm:* names)")
+        raise ScrapeError(f"{url}: {type(exc).__name__}: {exc}") from None
+    try:
+        values = parse_prometheus_text(text)
+    except ScrapeError as exc:
+        raise ScrapeError(f"{url} {exc}") from None
+    if not values and not _declares_engine_metrics(text):
+        raise ScrapeError(f"{url} exposes no vLLM, llama.cpp or SGLang metrics (vllm:*, "
+                          "llamacpp:* or sglang:* names)")
     return values
+
+
+def _declares_engine_metrics(text: str) -> bool:
+    """An engine that has served nothing yet declares its metrics (``# TYPE``) with no samples."""
+    types = tuple(f"# TYPE {prefix}" for prefix in ENGINE_NAMES)
+    return any(line.strip().startswith(types) for line in text.splitlines())
 
 
 class ServerScraper:
@@ -213,7 +300,8 @@ class ServerScraper:
 
 
 def merge_summaries(workloads: Sequence[ServerTelemetry]) -> dict[str, float]:
-    """A run's server summary over its measured workloads: peaks max, counters summed."""
+    """A run's server summary over its measured workloads: peaks max, counters summed, the hit
+    rate from the summed counters (or, without them, the workloads' rates' mean)."""
     measured = [w for w in workloads if w.measured]
     merged: dict[str, float] = {}
     sums: dict[str, float] = defaultdict(float)
@@ -224,6 +312,11 @@ def merge_summaries(workloads: Sequence[ServerTelemetry]) -> dict[str, float]:
             elif key in COUNTERS:
                 sums[key] += value
     merged.update(sums)
-    if sums.get("prefix_cache_queries"):
-        merged["prefix_cache_hit_rate"] = sums["prefix_cache_hits"] / sums["prefix_cache_queries"]
+    rate = compute_hit_rate(merged)
+    rates = [w.values["prefix_cache_hit_rate"] for w in measured
+             if "prefix_cache_hit_rate" in w.values]
+    if rate is None and rates:
+        rate = sum(rates) / len(rates)
+    if rate is not None:
+        merged["prefix_cache_hit_rate"] = rate
     return merged
