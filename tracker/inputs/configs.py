@@ -171,6 +171,22 @@ class Target(_Strict):
     api_key_env: str | None = None
     launch: LaunchSettings | None = None
     simulator: SimulatorSettings | None = None
+    # A local tokenizer.json (or the model directory holding it), relative to the config file:
+    # prompts are built to exact token counts in it (tracker.targets.tokenizers); never fetched.
+    tokenizer: str | None = Field(default=None, min_length=1)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_is_a_local_path(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", value):
+            raise ValueError("must be a local path to a tokenizer.json (or the model directory "
+                             "holding it), not a URL: nothing is downloaded at run time")
+        if "\x00" in value or not value.strip():
+            raise ValueError("must be a path to a tokenizer.json such as "
+                             "models/llama3/tokenizer.json")
+        return value
 
     @field_validator("model")
     @classmethod

@@ -14,6 +14,7 @@ from aiohttp import web
 
 import tracker
 from tracker.inputs.configs import ServingConfig
+from tracker.inputs.tokenizer import split_tokens
 from tracker.sim.batching import ABORT, SimRequest
 from tracker.sim.chunks import DONE, ResponseEncoder
 from tracker.sim.engine import Engine, EngineClosedError
@@ -43,6 +44,8 @@ def create_app(config: ServingConfig, engine: Engine) -> web.Application:
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/version", handlers.version)
     app.router.add_get("/metrics", handlers.metrics)
+    app.router.add_post("/tokenize", handlers.tokenize)
+    app.router.add_post("/detokenize", handlers.detokenize)
     return app
 
 
@@ -59,10 +62,49 @@ def _shutting_down() -> ApiError:
                     "service_unavailable", "server_error")
 
 
+class _Vocabulary:
+    """The word tokenizer's tokens numbered as first seen, so ids decode back to the words."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._words: list[str] = []
+
+    def encode(self, text: str) -> list[int]:
+        for word in split_tokens(text):
+            if word not in self._ids:
+                self._ids[word] = len(self._words)
+                self._words.append(word)
+        return [self._ids[word] for word in split_tokens(text)]
+
+    def decode(self, tokens: object) -> str:
+        if not isinstance(tokens, list) or not all(
+                isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+            raise ApiError(400, "tokens: required, a list of token ids", "tokens")
+        unknown = [t for t in tokens if not 0 <= t < len(self._words)]
+        if unknown:
+            raise ApiError(400, f"tokens: unknown token id {unknown[0]}", "tokens")
+        return " ".join(self._words[t] for t in tokens)
+
+
+def _tokenize_text(body: dict[str, Any]) -> str:
+    """The text ``/tokenize`` counts: ``prompt``, or the contents of ``messages``."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        contents = [m.get("content") if isinstance(m, dict) else None for m in messages]
+        if all(isinstance(c, str) for c in contents):
+            return " ".join(str(c) for c in contents)
+        raise ApiError(400, "messages: each must be an object with a string content", "messages")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise ApiError(400, "prompt: required, a string (or give messages)", "prompt")
+    return prompt
+
+
 class _Handlers:
     def __init__(self, config: ServingConfig, engine: Engine) -> None:
         self._engine = engine
         self._limits = ModelLimits(config.target.model, engine.max_model_len)
+        self._vocabulary = _Vocabulary()
 
     async def models(self, _request: web.Request) -> web.Response:
         card = {"id": self._limits.model, "object": "model", "created": int(time.time()),
@@ -78,6 +120,34 @@ class _Handlers:
     async def metrics(self, _request: web.Request) -> web.Response:
         text = render_metrics(self._engine.snapshot(), self._limits.model)
         return web.Response(body=text.encode(), headers={"Content-Type": _PROMETHEUS_TYPE})
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        """vLLM's ``/tokenize``: ``prompt`` or ``messages`` (their contents, as chat counts them);
+        the word tokenizer adds no special tokens."""
+        try:
+            body = parse_json_object(await request.read())
+            self._check_model(body)
+            text = _tokenize_text(body)
+        except ApiError as exc:
+            return error_response(exc)
+        tokens = self._vocabulary.encode(text)
+        return web.json_response({"count": len(tokens), "max_model_len":
+                                  self._limits.max_model_len, "tokens": tokens,
+                                  "token_strs": None})
+
+    def _check_model(self, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        if model is not None and model != self._limits.model:
+            raise ApiError(404, f"The model `{model}` does not exist.", "model", "model_not_found")
+
+    async def detokenize(self, request: web.Request) -> web.Response:
+        try:
+            body = parse_json_object(await request.read())
+            self._check_model(body)
+            prompt = self._vocabulary.decode(body.get("tokens"))
+        except ApiError as exc:
+            return error_response(exc)
+        return web.json_response({"prompt": prompt})
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         return await self._complete(request, parse_chat_request)
