@@ -15,8 +15,14 @@ Definitions (written once, here, and repeated in README.md and the result JSON):
   ``stream_options.include_usage``); when the server sends no usage, the number of content chunks,
   and ``output_tokens_source`` says which. ``output_chunks`` is always the content-chunk count, so
   a mismatch with the server's count is visible.
-- ``scheduled_start_s`` (open loop only): when the request was planned to start. The scheduled
-  TTFT and E2E latency are measured from it, so client or server queueing is not hidden.
+- ``scheduled_start_s`` (open loop only): when the request was planned to start (for a trace,
+  its row's time). The scheduled TTFT and E2E latency are measured from it, so client or server
+  queueing is not hidden.
+- ``requested_input_tokens``: the prompt length the suite asked for, in the tokenizer it was built
+  with (None: it asked for none, e.g. a conversation's later turns); ``input_tokens`` beside it is
+  the server's ``usage.prompt_tokens`` when it sent one, so a mismatch is visible.
+- ``session``, ``turn`` (multi-turn workloads only): the conversation's position among the
+  workload's measured ones (0-based, like ``index``) and the turn within it (1-based).
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ class RequestRecord:
     error: str | None = None
     scheduled_start_s: float | None = None  # open loop: the planned start (same clock origin)
     output_chunks: int | None = None  # content chunks received (tokens when usage is missing)
+    requested_input_tokens: int | None = None  # what the suite asked for (None: nothing asked)
+    session: int | None = None  # multi-turn: the conversation (0-based)
+    turn: int | None = None  # multi-turn: the turn within it (1-based)
 
     @property
     def ok(self) -> bool:
@@ -138,6 +147,7 @@ class WorkloadSummary:
     goodput_req_per_s: float | None = None  # requests meeting every SLO per second (SLOs set)
     slo_attainment: float | None = None  # fraction of all requests meeting every SLO
     token_count_mismatches: int | None = None  # requests whose usage != content chunks
+    input_token_count_mismatches: int | None = None  # requests whose usage != requested input
     capacity_at_slo_req_per_s: float | None = None  # sweep: highest rate that met the SLOs
     client: ClientHealth | None = None  # None: not measured (e.g. stored before issue 3)
 

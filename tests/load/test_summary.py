@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -75,3 +76,14 @@ def test_every_flattened_metric_is_registered_with_a_direction() -> None:
     assert REGISTRY["ttft_p99_s"].direction is Direction.LOWER_IS_BETTER
     assert REGISTRY["output_throughput_tokens_per_s"].direction is Direction.HIGHER_IS_BETTER
     assert all(math.isfinite(v) for v in metrics.values())
+
+
+def test_input_mismatches_count_server_usage_against_the_requested_length() -> None:
+    asked = [replace(ok(0, 0.1, 0.2, 4), requested_input_tokens=100),
+             replace(ok(1, 0.1, 0.2, 4), requested_input_tokens=99),
+             replace(ok(2, 0.1, 0.2, 4), requested_input_tokens=99,
+                     input_tokens_source=TokenSource.CLIENT),  # no usage: not compared
+             replace(failed(3), requested_input_tokens=5)]
+    assert compute_workload_summary(asked, 1.0).input_token_count_mismatches == 1
+    assert compute_workload_summary([ok(0, 0.1, 0.2, 4)], 1.0) \
+        .input_token_count_mismatches is None  # nothing asked

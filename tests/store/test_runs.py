@@ -255,3 +255,23 @@ def test_sqlite_returns_tz_aware_utc_datetimes(sqlite_url: str) -> None:
     assert run.started_at == started_at
     assert run.started_at.tzinfo is UTC
     assert run.started_at.hour == 9
+
+
+def test_session_turn_and_requested_input_round_trip(store: Engine) -> None:
+    records = (
+        RequestRecord(0, 0.0, 0.1, 0.5, (0.1,), 4, TokenSource.USAGE, 259, TokenSource.USAGE,
+                      requested_input_tokens=256, session=0, turn=1),
+        RequestRecord(1, 0.6, 0.05, 0.4, (0.1,), 4, TokenSource.USAGE, 301, TokenSource.USAGE,
+                      session=0, turn=2),
+    )
+    base = _ok_workload()
+    workload = replace(base, name="chat", records=records,
+                       summary=replace(base.summary, input_token_count_mismatches=1))
+    run_id = _save_run(store, (workload, _ok_workload()))
+    with Session(store) as session:
+        chat, short = fetch_run(session, run_id).workloads
+    assert chat.records == records
+    assert chat.summary.input_token_count_mismatches == 1
+    assert short.summary.input_token_count_mismatches is None
+    assert [(r.session, r.turn, r.requested_input_tokens) for r in short.records] == \
+        [(None, None, None)] * 2

@@ -66,6 +66,29 @@ def compute_token_count_mismatches(records: Iterable[RequestRecord]) -> int | No
     return sum(1 for r in both if r.output_chunks != r.output_tokens)
 
 
+def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
+    """Successful requests whose server ``usage.prompt_tokens`` differs from the input length
+    the suite asked for; None when no request had both (nothing asked, or no usage). A chat
+    template's own tokens count as a difference: the JSON keeps both numbers per request."""
+    both = [r for r in records if r.ok and r.input_tokens_source is TokenSource.USAGE
+            and r.requested_input_tokens is not None]
+    if not both:
+        return None
+    return sum(1 for r in both if r.input_tokens != r.requested_input_tokens)
+
+
+def compute_turn_summaries(records: Sequence[RequestRecord],
+                           duration_s: float) -> dict[int, WorkloadSummary]:
+    """Turn number -> the summary of that turn's records (multi-turn workloads; empty for
+    others), throughputs over the whole ``duration_s``."""
+    by_turn: dict[int, list[RequestRecord]] = {}
+    for record in records:
+        if record.turn is not None:
+            by_turn.setdefault(record.turn, []).append(record)
+    return {turn: compute_workload_summary(found, duration_s)
+            for turn, found in sorted(by_turn.items())}
+
+
 def compute_workload_summary(records: Sequence[RequestRecord], duration_s: float, *,
                              slo: Slo | None = None,
                              client: ClientHealth | None = None) -> WorkloadSummary:
@@ -96,5 +119,6 @@ def compute_workload_summary(records: Sequence[RequestRecord], duration_s: float
         goodput_req_per_s=goodput,
         slo_attainment=attainment,
         token_count_mismatches=compute_token_count_mismatches(records),
+        input_token_count_mismatches=compute_input_token_count_mismatches(records),
         client=client,
     )

@@ -151,6 +151,8 @@ class WorkloadResultModel(Base):
     # the client, not the server, set the pace (tracker.load.client_health): never compare as server
     client_bound: Mapped[bool] = mapped_column(Boolean, server_default=false())
     client_bound_reason: Mapped[str | None] = mapped_column(Text)
+    # requests whose usage.prompt_tokens differs from the input length the suite asked for
+    input_token_count_mismatches: Mapped[int | None] = mapped_column(Integer)
 
 
 class WorkloadMetricModel(Base):
@@ -186,6 +188,9 @@ class RequestRecordModel(Base):
     error: Mapped[str | None] = mapped_column(Text)
     scheduled_start_s: Mapped[float | None] = mapped_column(Double)  # open loop: planned start
     output_chunks: Mapped[int | None] = mapped_column(Integer)  # content chunks received
+    requested_input_tokens: Mapped[int | None] = mapped_column(Integer)  # what the suite asked
+    session: Mapped[int | None] = mapped_column(Integer)  # multi-turn: the conversation, 0-based
+    turn: Mapped[int | None] = mapped_column(Integer)  # multi-turn: the turn in it, 1-based
 
 
 # The other tables, one module per concept; imported here so the metadata (and `alembic check`)

@@ -177,6 +177,7 @@ def _workload_values(result: WorkloadResult) -> dict[str, Any]:
         "errors": dict(summary.errors),
         "client_bound": result.client_bound,
         "client_bound_reason": summary.client.reason if summary.client else None,
+        "input_token_count_mismatches": summary.input_token_count_mismatches,
         **counts,
     }
 
@@ -206,6 +207,9 @@ def _record_values(workload_result_id: int, record: RequestRecord) -> dict[str, 
         "error": record.error,
         "scheduled_start_s": record.scheduled_start_s,
         "output_chunks": record.output_chunks,
+        "requested_input_tokens": record.requested_input_tokens,
+        "session": record.session,
+        "turn": record.turn,
     }
 
 
@@ -321,6 +325,9 @@ def _record(row: Row[*tuple[Any, ...]]) -> RequestRecord:
         error=row.error,
         scheduled_start_s=row.scheduled_start_s,
         output_chunks=row.output_chunks,
+        requested_input_tokens=row.requested_input_tokens,
+        session=row.session,
+        turn=row.turn,
     )
 
 
@@ -365,6 +372,7 @@ def _summary(row: WorkloadResultModel, metrics: Mapping[str, float]) -> Workload
         output_tokens_source=_source(row.output_tokens_source),
         input_tokens_source=_source(row.input_tokens_source),
         errors=row.errors,
+        input_token_count_mismatches=row.input_token_count_mismatches,
     )
 
 
