@@ -35,6 +35,7 @@ class Served:
     writes: list[float] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     path: str = ""
+    raw: bytes = b""  # the request body exactly as it arrived
 
 
 def sse(obj: Any) -> bytes:
@@ -106,12 +107,12 @@ class ScriptedServer:
         return web.json_response({"object": "list", "data": [{"id": "m", "object": "model"}]})
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        served = Served(time.perf_counter(), body, headers=dict(request.headers),
-                        path=request.path)
+        raw = await request.read()
+        served = Served(time.perf_counter(), json.loads(raw), headers=dict(request.headers),
+                        path=request.path, raw=raw)
         index = len(self.served)
         self.served.append(served)
-        reply = self.script(index, body)
+        reply = self.script(index, served.body)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

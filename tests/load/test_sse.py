@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tracker.load.sse import StreamError, StreamScanner
+from tracker.load.sse import AnswerScanner, StreamError, StreamScanner
 
 
 def event(obj: Any, *, compact: bool = True, crlf: bool = False) -> bytes:
@@ -54,8 +54,9 @@ def reference_counts(events: list[dict[str, Any]]) -> tuple[int, int | None]:
     return chunks, tokens
 
 
-def feed_in_reads(body: bytes, cuts: list[int]) -> StreamScanner:
-    scanner = StreamScanner()
+def feed_in_reads(body: bytes, cuts: list[int],
+                  scanner: StreamScanner | None = None) -> StreamScanner:
+    scanner = scanner if scanner is not None else StreamScanner()
     start = 0
     for at in [*sorted(cuts), len(body)]:
         if at > start:
@@ -80,6 +81,37 @@ def test_block_scan_counts_like_json_for_any_read_boundaries(name: str, compact:
         assert len(scanner.chunk_times) == expected_chunks, cuts
         assert scanner.completion_tokens == expected_tokens
         assert scanner.done
+
+
+def reference_answer(events: list[dict[str, Any]]) -> str:
+    parts = []
+    for obj in events:
+        for choice in obj.get("choices") or []:
+            delta = choice.get("delta")
+            parts.append((delta or {}).get("content") or "" if isinstance(delta, dict)
+                         else choice.get("text") or "")
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_the_answer_scanner_counts_and_stamps_like_the_plain_one_and_keeps_the_text(
+        name: str) -> None:
+    events = STREAMS[name]
+    body = b"".join(event(e) for e in events) + b"data: [DONE]\n\n"
+    for cuts in ([], list(range(1, len(body), 97))):
+        plain = feed_in_reads(body, cuts)
+        answer = feed_in_reads(body, cuts, AnswerScanner())
+        assert isinstance(answer, AnswerScanner)
+        assert answer.chunk_times == plain.chunk_times
+        assert (answer.completion_tokens, answer.done) == (plain.completion_tokens, plain.done)
+        assert answer.answer == reference_answer(events)
+
+
+def test_the_answer_leaves_out_the_reasoning() -> None:
+    body = b"".join(event(e) for e in STREAMS["reasoning"]) + b"data: [DONE]\n\n"
+    scanner = feed_in_reads(body, [], AnswerScanner())
+    assert isinstance(scanner, AnswerScanner) and scanner.answer == "aaaaa"
+    assert len(scanner.chunk_times) == 12  # reasoning chunks are still tokens
 
 
 def test_chunks_of_one_read_share_its_stamp_and_later_reads_get_theirs() -> None:

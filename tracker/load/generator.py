@@ -9,9 +9,11 @@ Timing rules (see tracker.results for the definitions):
   delay it; every chunk of one read shares that stamp, and the body is scanned right there;
 - connections are kept alive and the pool is opened to the concurrency before timing starts;
 - closed loop: ``concurrency`` workers, each sends its next request when one finishes;
-  open loop: requests start at planned times (``LoadPlan.arrivals_s``), at most ``concurrency``
-  in flight; the plan is kept whatever the server does, and the lateness is recorded.
-A failed request is data: it becomes a ``RequestRecord`` with ``error_class`` set.
+  open loop: requests start at planned times (``LoadPlan.arrivals_s``: a seeded schedule, or a
+  trace's own times), at most ``concurrency`` in flight; the plan is kept whatever the server
+  does, and the lateness is recorded.
+A failed request is data: it becomes a ``RequestRecord`` with ``error_class`` set. Multi-turn
+sessions run on the same machinery (``tracker.load.sessions``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import itertools
 import json
 import operator
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -40,6 +42,7 @@ from tracker.results import ClientHealth, RequestRecord, TokenSource
 
 Clock = Callable[[], float]
 ProgressCallback = Callable[[int, int], None]
+ScheduledJob = Callable[[int, float, float], Awaitable[None]]  # (index, planned, ready)
 
 MAX_WARM_CONNECTIONS = 1024
 
@@ -48,6 +51,8 @@ MAX_WARM_CONNECTIONS = 1024
 class RequestSpec:
     body: bytes  # the JSON request body, serialised once before timing starts
     input_tokens_estimate: int  # the tracker tokenizer's count, used when the server reports none
+    requested_input_tokens: int | None = None  # what the suite asked for (kept on the record)
+    arrival_s: float | None = None  # a trace's planned start, s after its first row
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,15 +155,17 @@ def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamSc
         output_tokens=output, output_tokens_source=output_source,
         input_tokens=prompt, input_tokens_source=prompt_source,
         scheduled_start_s=scheduled, output_chunks=len(times),
+        requested_input_tokens=spec.requested_input_tokens,
     )
 
 
-def _failed_record(index: int, start_s: float, error_class: str, message: str,
-                   scheduled: float | None) -> RequestRecord:
+def _failed_record(index: int, spec: RequestSpec, start_s: float, error_class: str,
+                   message: str, scheduled: float | None) -> RequestRecord:
     return RequestRecord(index=index, start_s=start_s, ttft_s=None, e2el_s=None, itl_s=(),
                          output_tokens=None, output_tokens_source=None, input_tokens=None,
                          input_tokens_source=None, error_class=error_class,
-                         error=message[:ERROR_TEXT_LIMIT], scheduled_start_s=scheduled)
+                         error=message[:ERROR_TEXT_LIMIT], scheduled_start_s=scheduled,
+                         requested_input_tokens=spec.requested_input_tokens)
 
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -182,15 +189,18 @@ def anthropic_headers(headers: dict[str, str]) -> dict[str, str]:
 async def run_request(client: WireClient, endpoint: Endpoint, path: str,
                       spec: RequestSpec, *, index: int, t0: float, clock: Clock,
                       timeout_s: float, scheduled_s: float | None = None,
-                      stamp: dict[str, float] | None = None) -> RequestRecord:
+                      stamp: dict[str, float] | None = None,
+                      scanner: StreamScanner | None = None) -> RequestRecord:
     """Send one streamed request; every failure comes back as a record, never an exception.
 
     ``scheduled_s`` (open loop) is the planned start on the same origin as ``t0``; ``stamp``, when
-    given, receives ``issued`` and ``sent`` (the caller measures its send lag from them).
+    given, receives ``issued`` and ``sent`` (the caller measures its send lag from them);
+    ``scanner``, when given, reads the stream (one that keeps the answer's text, for a session).
     """
     stamp = stamp if stamp is not None else {}
     stamp["issued"] = clock()
-    scanner = AnthropicScanner() if is_messages_path(path) else StreamScanner()
+    if scanner is None:
+        scanner = AnthropicScanner() if is_messages_path(path) else StreamScanner()
     try:
         data = client.request(request_head(client, endpoint, path), spec.body)
         response = await client.exchange(data, sink=scanner.feed, timeout_s=timeout_s,
@@ -200,8 +210,8 @@ async def run_request(client: WireClient, endpoint: Endpoint, path: str,
         return _finish_record(index, spec, stamp.get("sent", stamp["issued"]), scanner, t0,
                               scheduled_s)
     except StreamError as exc:
-        return _failed_record(index, stamp.get("sent", stamp["issued"]) - t0, exc.error_class,
-                              str(exc), scheduled_s)
+        return _failed_record(index, spec, stamp.get("sent", stamp["issued"]) - t0,
+                              exc.error_class, str(exc), scheduled_s)
 
 
 class LoadGenerator:
@@ -225,7 +235,7 @@ class LoadGenerator:
     async def run(self) -> LoadOutcome:
         async with open_client(self.endpoint, self.clock) as client:
             await self._warm_pool(client)
-            await self._run_closed(client, self.plan.warmup, None, keep=False)
+            await self._run_warmup(client)
             self.t0 = self.clock()
             self.started_at = datetime.now(UTC)
             self.probe.start()
@@ -233,11 +243,7 @@ class LoadGenerator:
             gc_pause.start()
             warmed = client.opened
             try:
-                if self.plan.arrivals_s is not None:
-                    await self._run_open(client, self.plan.arrivals_s)
-                else:
-                    await self._run_closed(client, self.plan.measured, self.plan.duration_s,
-                                           keep=True)
+                await self._run_measured(client)
             finally:
                 gc_pause.stop()
                 self.probe.stop()
@@ -258,6 +264,24 @@ class LoadGenerator:
         return LoadOutcome(records, started, datetime.now(UTC), max(duration, 0.0), complete,
                            client)
 
+    @property
+    def planned_requests(self) -> int:
+        """The measured requests planned (for progress and the warmed pool)."""
+        return self.plan.planned_requests
+
+    @property
+    def warmup_requests(self) -> int:
+        return len(self.plan.warmup)
+
+    async def _run_warmup(self, client: WireClient) -> None:
+        await self._run_closed(client, self.plan.warmup, None, keep=False)
+
+    async def _run_measured(self, client: WireClient) -> None:
+        if self.plan.arrivals_s is not None:
+            await self._run_open(client, self.plan.arrivals_s)
+        else:
+            await self._run_closed(client, self.plan.measured, self.plan.duration_s, keep=True)
+
     def _planned_rate(self) -> float | None:
         arrivals = self.plan.arrivals_s
         if not arrivals or len(arrivals) < 2 or arrivals[-1] <= 0:
@@ -266,7 +290,7 @@ class LoadGenerator:
 
     async def _warm_pool(self, client: WireClient) -> None:
         """Open the keep-alive connections before anything is timed."""
-        total = len(self.plan.warmup) + self.plan.planned_requests
+        total = self.warmup_requests + self.planned_requests
         count = min(self.plan.concurrency, max(total, 1), MAX_WARM_CONNECTIONS)
         try:
             probe = client.prepare("GET", self.endpoint.url("/v1/models"),
@@ -283,7 +307,7 @@ class LoadGenerator:
     def _keep(self, record: RequestRecord) -> None:
         self.records.append(record)
         if self.on_progress is not None:
-            self.on_progress(len(self.records), max(self.plan.planned_requests, len(self.records)))
+            self.on_progress(len(self.records), max(self.planned_requests, len(self.records)))
 
     async def _run_closed(self, client: WireClient, specs: Sequence[RequestSpec],
                           duration_s: float | None, *, keep: bool) -> None:
@@ -311,6 +335,23 @@ class LoadGenerator:
     async def _run_open(self, client: WireClient, arrivals: Sequence[float]) -> None:
         assert self.t0 is not None
         t0, specs = self.t0, self.plan.measured
+
+        async def one(index: int, planned: float, ready: float) -> None:
+            stamp: dict[str, float] = {}
+            record = await run_request(client, self.endpoint, self.plan.path,
+                                       specs[index % len(specs)], index=index, t0=t0,
+                                       clock=self.clock, timeout_s=self.plan.request_timeout_s,
+                                       scheduled_s=planned, stamp=stamp)
+            self.probe.sent(stamp, ready_s=ready)
+            self._keep(record)
+
+        await self._schedule(arrivals, one)
+
+    async def _schedule(self, arrivals: Sequence[float], job: ScheduledJob) -> None:
+        """``job(index, planned, ready)`` at each planned start, at most ``concurrency`` at once;
+        ``ready`` is when it could start (for the send lag)."""
+        assert self.t0 is not None
+        t0 = self.t0
         slots = asyncio.Semaphore(self.plan.concurrency)
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[None]] = []
@@ -321,13 +362,7 @@ class LoadGenerator:
                 # lag counts from the planned start, or from a freed slot: waiting for a
                 # max_concurrency slot is the plan, not the client's lateness
                 ready = max(self.clock(), t0 + planned) if full else t0 + planned
-                stamp: dict[str, float] = {}
-                record = await run_request(client, self.endpoint, self.plan.path,
-                                           specs[index % len(specs)], index=index, t0=t0,
-                                           clock=self.clock, timeout_s=self.plan.request_timeout_s,
-                                           scheduled_s=planned, stamp=stamp)
-            self.probe.sent(stamp, ready_s=ready)
-            self._keep(record)
+                await job(index, planned, ready)
 
         try:
             for index, planned in enumerate(arrivals):

@@ -7,9 +7,20 @@ Each phase is measured and stored as its own workload result:
   ``<workload>@<R>rps`` (open loop, with ``-b<burstiness>`` and ``-max<N>`` when set);
 - ``sweep``: one probe per rate tried, named ``<workload>@<R>rps``, then a result named after the
   workload that carries ``capacity_at_slo_req_per_s`` and the summary of the best passing probe,
-  so the capacity can be trended night by night under a stable name.
+  so the capacity can be trended night by night under a stable name;
+- a trace (traffic whose requests carry ``arrival_s``): one phase named after the workload that
+  replays the trace's own times, whatever the shape says (``max_concurrency``, else
+  ``concurrency``, caps the requests in flight); scheduled latencies count from the trace's times.
 
-Warm-up requests run before the first phase only. Every phase sends the same prompts.
+A multi-turn workload's phases are sessions (``SessionPlan``): ``concurrency`` conversations in
+flight, or conversations started at ``request_rate`` per second. Each phase's result is followed
+by two results derived from the same records, so trends, the gate and the dashboard see them as
+workloads of their own: ``<phase>/turn-1`` (every conversation's first turn) and
+``<phase>/turns-2+`` (the later turns, whose prompts repeat the earlier ones: where prefix caching
+shows). Their throughputs are over the whole phase's duration.
+
+Warm-up requests (warm-up conversations, for sessions) run before the first phase only. Every
+phase sends the same prompts.
 """
 
 from __future__ import annotations
@@ -20,8 +31,10 @@ from typing import Any
 
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import Workload
-from tracker.load.bodies import ENDPOINT_PATHS
+from tracker.inputs.traffic import WorkloadTraffic
+from tracker.load.bodies import ENDPOINT_PATHS, SessionRequests
 from tracker.load.generator import LoadOutcome, LoadPlan, RequestSpec
+from tracker.load.sessions import SessionPlan
 from tracker.load.shapes import (
     Probe,
     SweepSettings,
@@ -44,12 +57,15 @@ class Phase:
     max_concurrency: int | None = None
     seed: int = 0  # for the arrival schedule
     with_warmup: bool = True
+    trace: bool = False  # replay the requests' own arrival_s
 
     @property
     def open_loop(self) -> bool:
-        return self.request_rate is not None
+        return self.request_rate is not None or self.trace
 
     def load_params(self) -> dict[str, Any]:
+        if self.trace:
+            return {"mode": "trace", "max_concurrency": self.max_concurrency}
         if self.request_rate is None:
             return {"mode": "closed", "concurrency": self.concurrency}
         rate = None if math.isinf(self.request_rate) else self.request_rate
@@ -86,17 +102,31 @@ def _stage_phase(workload: Workload, index: int, seed: int) -> Phase:
                  with_warmup=index == 0)
 
 
-class WorkloadPhases:
-    """Hands out a workload's phases in order; a sweep chooses its next rate from the results."""
+def is_trace(traffic: WorkloadTraffic | None) -> bool:
+    """Traffic whose requests have planned starts (a trace's rows): replayed at those times."""
+    return traffic is not None and any(r.arrival_s is not None for r in traffic.requests)
 
-    def __init__(self, workload: Workload, seed: int) -> None:
+
+class WorkloadPhases:
+    """Hands out a workload's phases in order; a sweep chooses its next rate from the results.
+
+    ``traffic``, when given, can make it a trace replay (one phase at the trace's times).
+    """
+
+    def __init__(self, workload: Workload, seed: int,
+                 traffic: WorkloadTraffic | None = None) -> None:
         self.workload = workload
         self.seed = seed
+        self.trace = is_trace(traffic)
         self.done: list[tuple[Phase, WorkloadResult]] = []
         self.probes: list[Probe] = []
 
     def next_phase(self) -> Phase | None:
         w, position = self.workload, len(self.done)
+        if self.trace:
+            cap = w.max_concurrency or w.concurrency
+            return None if position else Phase(w.name, None, None, max_concurrency=cap,
+                                               trace=True)
         if w.stages is not None:
             return _stage_phase(w, position, self.seed) if position < len(w.stages) else None
         if w.sweep is not None:
@@ -159,33 +189,58 @@ class WorkloadPhases:
                         summary=summary)]
 
 
+def compute_trace_arrivals(measured: list[RequestSpec]) -> tuple[float, ...]:
+    """The planned starts of a trace's measured requests, from the first of them."""
+    times = [spec.arrival_s for spec in measured]
+    if not times or any(t is None for t in times):
+        raise ValueError("a trace replay needs arrival_s on every measured request")
+    first = times[0]
+    assert first is not None
+    return tuple(t - first for t in times if t is not None)
+
+
 def build_plan(workload: Workload, phase: Phase, warmup: list[RequestSpec],
-               measured: list[RequestSpec], *, duration_s: float | None = None) -> LoadPlan:
+               measured: list[RequestSpec], *, duration_s: float | None = None,
+               count: int | None = None) -> LoadPlan:
+    """The plan of one phase; ``count``: how many starts to plan when ``measured`` is not what
+    is started (sessions: one start per conversation)."""
     path = ENDPOINT_PATHS[workload.endpoint_type]
     warm = warmup if phase.with_warmup else []
-    if phase.request_rate is None:
+    if phase.trace:
+        arrivals = compute_trace_arrivals(measured)
+    elif phase.request_rate is None:
         assert phase.concurrency is not None
         return LoadPlan(path, warm, measured, phase.concurrency, workload.request_timeout_s,
                         duration_s=duration_s)
-    if duration_s is not None:
+    elif duration_s is not None:
         arrivals = compute_arrivals_for_duration(phase.request_rate, phase.burstiness,
                                                  duration_s, phase.seed)
     else:
-        arrivals = compute_arrivals(phase.request_rate, phase.burstiness, len(measured),
-                                    phase.seed)
+        arrivals = compute_arrivals(phase.request_rate, phase.burstiness,
+                                    len(measured) if count is None else count, phase.seed)
     cap = phase.max_concurrency or max(len(arrivals), 1)
     return LoadPlan(path, warm, measured, cap, workload.request_timeout_s, arrivals_s=arrivals)
 
 
-def compute_phase_result(workload: Workload, phase: Phase, plan: LoadPlan,
+def build_session_plan(workload: Workload, phase: Phase, warmup: list[SessionRequests],
+                       measured: list[SessionRequests], *, think_time_s: float) -> SessionPlan:
+    """The plan of one phase of a multi-turn workload (warm-up sessions on the first only)."""
+    if phase.trace:
+        raise ValueError("a multi-turn workload cannot replay a trace's times")
+    load = build_plan(workload, phase, [], [], count=len(measured))
+    return SessionPlan(load, warmup if phase.with_warmup else [], measured, think_time_s)
+
+
+def compute_phase_result(workload: Workload, phase: Phase, plan: LoadPlan | SessionPlan,
                          outcome: LoadOutcome) -> WorkloadResult:
     params = workload.model_dump(mode="json")
-    params["load"] = phase.load_params()
+    params["load"] = _load_params(phase, plan)
+    warmup = plan.warmup_requests if isinstance(plan, SessionPlan) else len(plan.warmup)
     return WorkloadResult(
         name=phase.name,
         concurrency=plan.concurrency,
         num_requests=plan.planned_requests,
-        warmup_requests=len(plan.warmup),
+        warmup_requests=warmup,
         params=params,
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
@@ -194,3 +249,52 @@ def compute_phase_result(workload: Workload, phase: Phase, plan: LoadPlan,
                                          slo=compute_slo(workload), client=outcome.client),
         complete=outcome.complete,
     )
+
+
+def _load_params(phase: Phase, plan: LoadPlan | SessionPlan) -> dict[str, Any]:
+    load = phase.load_params()
+    arrivals = plan.load.arrivals_s if isinstance(plan, SessionPlan) else plan.arrivals_s
+    if phase.trace and arrivals and len(arrivals) > 1 and arrivals[-1] > 0:
+        load["request_rate"] = (len(arrivals) - 1) / arrivals[-1]  # the trace's mean rate
+    if isinstance(plan, SessionPlan):
+        load["sessions"] = {"count": len(plan.load.arrivals_s or plan.measured),
+                            "history": "live" if any(s.live for s in plan.measured)
+                            else "recorded",
+                            "think_time_s": plan.think_time_s}
+    return load
+
+
+TURN_RESULTS = (("turn-1", 1, 1), ("turns-2+", 2, None))  # (suffix, first turn, last turn)
+
+
+def compute_turn_results(workload: Workload, plan: SessionPlan,
+                         result: WorkloadResult) -> list[WorkloadResult]:
+    """``<phase>/turn-1`` and ``<phase>/turns-2+``: the phase's records split by turn, each
+    summarised over the phase's duration (none for turns no conversation has)."""
+    planned = _planned_turns(plan)
+    out = []
+    for suffix, first, last in TURN_RESULTS:
+        count = sum(n for turn, n in planned.items()
+                    if turn >= first and (last is None or turn <= last))
+        if not count:
+            continue
+        records = tuple(r for r in result.records if r.turn is not None and r.turn >= first
+                        and (last is None or r.turn <= last))
+        summary = compute_workload_summary(records, result.summary.duration_s,
+                                           slo=compute_slo(workload), client=result.summary.client)
+        params = {**result.params, "turns": {"of": result.name, "first": first, "last": last}}
+        out.append(replace(result, name=f"{result.name}/{suffix}", num_requests=count,
+                           warmup_requests=0, params=params, records=records, summary=summary,
+                           gpu=None, server=None))
+    return out
+
+
+def _planned_turns(plan: SessionPlan) -> dict[int, int]:
+    """Turn number (1-based) -> how many conversations of the phase have it."""
+    sessions = plan.measured
+    starts = len(plan.load.arrivals_s) if plan.load.arrivals_s is not None else len(sessions)
+    counts: dict[int, int] = {}
+    for i in range(starts):
+        for turn in range(1, sessions[i % len(sessions)].turns + 1):
+            counts[turn] = counts.get(turn, 0) + 1
+    return counts

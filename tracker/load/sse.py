@@ -11,6 +11,10 @@ as a block, not event by event:
 - everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
   fast path does not recognise) is parsed line by line with ``json.loads``.
 Both paths give the same counts; tests/load/test_sse.py checks them against each other.
+
+A multi-turn session whose next request carries the model's answer reads that turn's stream with
+an ``AnswerScanner`` (``AnthropicAnswerScanner`` for the Messages API): every event parsed, the
+content deltas joined. Only those turns pay for it; single-turn streams keep the fast path.
 """
 
 from __future__ import annotations
@@ -155,9 +159,48 @@ class StreamScanner:
         if self.model is None and isinstance(event.get("model"), str):
             self.model = event["model"]
         self.verified = True
+        self._choices(choices, now)
+
+    def _choices(self, choices: list[Any], now: float) -> None:
         chunks = sum(1 for choice in choices if _content_of(choice))
         if chunks:
             self.chunk_times.extend([now] * chunks)
+
+
+def _answer_part(choice: Any) -> str | None:
+    """The answer text one choice of an event adds: chat's ``delta.content``, completions'
+    ``text`` (reasoning is not part of the answer); only the first choice counts."""
+    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        return None
+    delta = choice.get("delta")
+    text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+    return text if isinstance(text, str) else None
+
+
+class AnswerScanner(StreamScanner):
+    """A ``StreamScanner`` that also keeps the answer's text, for a conversation whose next turn
+    carries it. Every event is parsed (no fast path), so only the turns whose answer is needed
+    use it; the counts and stamps are the plain scanner's."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    @property
+    def answer(self) -> str:
+        return "".join(self.parts)
+
+    def _scan(self, block: bytes, now: float) -> None:
+        self._slow(block, now)
+
+    def _choices(self, choices: list[Any], now: float) -> None:
+        super()._choices(choices, now)
+        for choice in choices:
+            part = _answer_part(choice)
+            if part:
+                self.parts.append(part)
 
 
 class AnthropicScanner(StreamScanner):
@@ -191,12 +234,16 @@ class AnthropicScanner(StreamScanner):
             delta = event.get("delta")
             if isinstance(delta, dict) and (delta.get("text") or delta.get("thinking")):
                 self.chunk_times.append(now)
+                self._text(delta)
         elif kind == "message_delta":
             usage = event.get("usage")
             if isinstance(usage, dict) and usage.get("output_tokens") is not None:
                 self.completion_tokens = usage["output_tokens"]
         elif kind == "message_stop":
             self.done = True
+
+    def _text(self, delta: dict[str, Any]) -> None:
+        """A content delta's text (kept by ``AnthropicAnswerScanner``)."""
 
     def _start(self, message: Any) -> None:
         if not isinstance(message, dict):
@@ -206,3 +253,22 @@ class AnthropicScanner(StreamScanner):
             self.prompt_tokens = usage["input_tokens"]
         if isinstance(message.get("model"), str):
             self.model = message["model"]
+
+
+class AnthropicAnswerScanner(AnthropicScanner):
+    """An ``AnthropicScanner`` that keeps the answer's text (its ``text_delta``s, not thinking)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    @property
+    def answer(self) -> str:
+        return "".join(self.parts)
+
+    def _text(self, delta: dict[str, Any]) -> None:
+        text = delta.get("text")
+        if isinstance(text, str):
+            self.parts.append(text)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tracker.results import LatencyStats, RunResult, WorkloadResult
+from tracker.load.summary import compute_turn_summaries
+from tracker.redaction import redact_optional
+from tracker.results import LatencyStats, RequestRecord, RunResult, WorkloadResult
 
 LOAD_DEFINITIONS = {
     "scheduled_ttft": "open loop only: time to first token from the request's planned start, so "
@@ -27,6 +29,15 @@ LOAD_DEFINITIONS = {
                                  "SLOs for at least min_attainment of its requests",
     "token_count_mismatches": "successful requests whose usage.completion_tokens differs from "
                               "the content chunks received",
+    "input_token_count_mismatches": "successful requests whose usage.prompt_tokens differs from "
+                                    "the input length the suite asked for "
+                                    "(requested_input_tokens; a chat template's own tokens "
+                                    "count as a difference)",
+    "trace": "load mode trace: requests start at the trace's own times (after time_scale); "
+             "scheduled latencies count from those times, so a server that falls behind shows it",
+    "sessions": "multi-turn: each request carries the whole conversation so far; a failed turn "
+                "ends its conversation and its later turns are not sent (unsent_turns); "
+                "<workload>/turn-1 and <workload>/turns-2+ are the same records split by turn",
     "client_bound": "the load generator, not the server, set the pace (requests left late, its "
                     "event loop lagged, or its CPU was saturated); such a workload is never "
                     "compared as the server's numbers",
@@ -46,7 +57,7 @@ def render_stats_ms(key: str, stats: LatencyStats | None) -> dict[str, float | N
 def render_load_json(result: WorkloadResult) -> dict[str, Any]:
     """The load shape, open-loop latencies, goodput and client health of one workload."""
     s, load = result.summary, result.params.get("load") or {}
-    open_loop = load.get("mode") == "open"
+    open_loop = load.get("mode") in ("open", "trace")
     client = s.client
     body: dict[str, Any] = {
         "request_rate": load.get("request_rate") if open_loop else None,
@@ -59,6 +70,7 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "slos": result.params.get("slos"),
         "capacity_at_slo_req_per_s": s.capacity_at_slo_req_per_s,
         "token_count_mismatches": s.token_count_mismatches,
+        "input_token_count_mismatches": s.input_token_count_mismatches,
         "client_bound": result.client_bound,
         "client_health": None if client is None else {
             "cpu_fraction": client.cpu_fraction,
@@ -72,16 +84,60 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
     }
     if "sweep_result" in result.params:
         body["sweep"] = result.params["sweep_result"]
+    if load.get("mode") == "trace":
+        body["load_mode"] = "trace"
+    if "sessions" in load:
+        body["sessions"] = render_sessions_json(result)
     return body
+
+
+def render_sessions_json(result: WorkloadResult) -> dict[str, Any]:
+    """A multi-turn workload's conversations and its summary per turn number (from its records;
+    a derived ``/turn-1`` or ``/turns-2+`` result names the workload it was split from)."""
+    s, sessions = result.summary, dict(result.params["load"]["sessions"])
+    records = result.records
+    ended = {r.session for r in records if not r.ok and r.session is not None}
+    sent = s.completed + s.failed
+    sessions.update(
+        unsent_turns=result.num_requests - sent if result.complete and records else None,
+        ended_by_a_failure=len(ended) if records else None,
+        split_from=(result.params.get("turns") or {}).get("of"),
+        turns=[{"turn": turn, "completed": t.completed, "failed": t.failed,
+                "mean_input_tokens": t.total_input_tokens / t.completed if t.completed else None,
+                **render_stats_ms("ttft", t.ttft), **render_stats_ms("e2el", t.e2el)}
+               for turn, t in compute_turn_summaries(records, s.duration_s).items()],
+    )
+    return sessions
+
+
+def render_request_json(record: RequestRecord) -> dict[str, Any]:
+    """One request as ``--save-requests`` writes it (a JSON line, milliseconds)."""
+    requested, used = record.requested_input_tokens, record.input_tokens
+    return {
+        "index": record.index, "session": record.session, "turn": record.turn,
+        "scheduled_start_ms": to_ms(record.scheduled_start_s), "start_ms": to_ms(record.start_s),
+        "ttft_ms": to_ms(record.ttft_s), "tpot_ms": to_ms(record.tpot_s),
+        "e2el_ms": to_ms(record.e2el_s), "scheduled_ttft_ms": to_ms(record.scheduled_ttft_s),
+        "itl_ms": [gap * 1000.0 for gap in record.itl_s], "output_tokens": record.output_tokens,
+        "output_tokens_source": record.output_tokens_source, "output_chunks": record.output_chunks,
+        "requested_input_tokens": requested, "input_tokens": used,
+        "input_tokens_source": record.input_tokens_source,
+        "input_tokens_delta": used - requested
+        if used is not None and requested is not None and record.ok else None,
+        "error_class": record.error_class, "error": redact_optional(record.error),
+    }
 
 
 def render_load_label(result: WorkloadResult) -> str:
     """The ``conc`` column: the concurrency, or the open-loop rate."""
     load = result.params.get("load") or {}
-    if load.get("mode") != "open":
+    if load.get("mode") == "trace":
+        label = "trace"
+    elif load.get("mode") != "open":
         return str(result.concurrency)
-    rate = load.get("request_rate")
-    label = "inf" if rate is None else f"{rate:g}/s"
+    else:
+        rate = load.get("request_rate")
+        label = "inf" if rate is None else f"{rate:g}/s"
     if load.get("max_concurrency"):
         label += f" max{load['max_concurrency']}"
     return label
@@ -107,6 +163,9 @@ def render_load_lines(workloads: Sequence[WorkloadResult]) -> list[str]:
         if s.token_count_mismatches:
             lines.append(f"{w.name}: {s.token_count_mismatches} requests where the server's token "
                          "count differs from the chunks received")
+        if s.input_token_count_mismatches:
+            lines.append(f"{w.name}: {s.input_token_count_mismatches} requests where the server's "
+                         "prompt token count differs from the input length asked for")
         if w.client_bound and s.client is not None:
             lines.append(f"CLIENT-BOUND {w.name}: {s.client.reason}")
     return lines

@@ -1,12 +1,15 @@
 """Run a suite against a serving config: target up, workloads in order, results to a sink.
 
 The runner measures; it does not know about databases. Each finished workload goes to the sink
-at once, so whatever was measured survives an interrupt or a target that dies mid-run.
+at once, so whatever was measured survives an interrupt or a target that dies mid-run. A
+workload of multi-turn sessions runs on the session generator, and each of its phases is
+followed by its per-turn results (``tracker.load.phases.compute_turn_results``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
@@ -14,9 +17,17 @@ from typing import Protocol
 from tracker.errors import TrackerError
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite, Workload
-from tracker.load.bodies import build_request_specs
-from tracker.load.generator import LoadGenerator, RequestSpec
-from tracker.load.phases import Phase, WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.bodies import build_request_specs, build_session_requests
+from tracker.load.generator import LoadGenerator, LoadPlan
+from tracker.load.phases import (
+    Phase,
+    WorkloadPhases,
+    build_plan,
+    build_session_plan,
+    compute_phase_result,
+    compute_turn_results,
+)
+from tracker.load.sessions import SessionGenerator, SessionPlan
 from tracker.quality.accuracy import compute_quality_result
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
@@ -132,20 +143,36 @@ class SuiteRunner:
         """Each workload's phases in order (one for a plain shape; stages; sweep probes)."""
         workloads = self.suite.suite.workloads
         for position, workload in enumerate(workloads):
-            specs = build_request_specs(
-                workload, self.suite.traffic[workload.name],
-                model=self.config.config.target.model,
-                supports_ignore_eos=handle.supports_ignore_eos)
-            phases = WorkloadPhases(workload, self.suite.suite.seed)
+            make_plan = self._planner(handle, workload)
+            phases = WorkloadPhases(workload, self.suite.suite.seed,
+                                    self.suite.traffic[workload.name])
             while (phase := phases.next_phase()) is not None:
+                plan = make_plan(phase)
                 if self.progress is not None:
                     self.progress.workload_started(phase.name, position, len(workloads),
-                                                   workload.num_requests)
-                result = await self._run_workload(handle, workload, phase, specs)
+                                                   plan.planned_requests)
+                result = await self._run_workload(handle, workload, phase, plan)
                 phases.record(phase, result)
                 self._keep(result)
+                if isinstance(plan, SessionPlan):
+                    for turns in compute_turn_results(workload, plan, result):
+                        self._keep(turns)
             for result in phases.final_results():
                 self._keep(result)
+
+    def _planner(self, handle: TargetHandle,
+                 workload: Workload) -> Callable[[Phase], LoadPlan | SessionPlan]:
+        """Builds each phase's plan from the workload's requests (or sessions), made once."""
+        traffic = self.suite.traffic[workload.name]
+        model = self.config.config.target.model
+        if traffic.sessions:
+            warm, measured = build_session_requests(
+                workload, traffic, model=model, supports_ignore_eos=handle.supports_ignore_eos)
+            return lambda phase: build_session_plan(workload, phase, warm, measured,
+                                                    think_time_s=traffic.think_time_s)
+        specs = build_request_specs(workload, traffic, model=model,
+                                    supports_ignore_eos=handle.supports_ignore_eos)
+        return lambda phase: build_plan(workload, phase, *specs)
 
     def _keep(self, result: WorkloadResult) -> None:
         self.sink.save_workload(len(self.results), result)
@@ -154,10 +181,11 @@ class SuiteRunner:
             self.progress.workload_finished(result)
 
     async def _run_workload(self, handle: TargetHandle, workload: Workload, phase: Phase,
-                            specs: tuple[list[RequestSpec], list[RequestSpec]]) -> WorkloadResult:
-        plan = build_plan(workload, phase, *specs)
+                            plan: LoadPlan | SessionPlan) -> WorkloadResult:
         on_progress = self.progress.request_done if self.progress is not None else None
-        generator = LoadGenerator(handle.endpoint, plan, on_progress=on_progress)
+        generator = (SessionGenerator(handle.endpoint, plan, on_progress=on_progress)
+                     if isinstance(plan, SessionPlan)
+                     else LoadGenerator(handle.endpoint, plan, on_progress=on_progress))
         telemetry = WorkloadTelemetry(handle.endpoint, self.telemetry,
                                       compute_gpu_skip_reason(self.config.config.target))
         await telemetry.start()
