@@ -19,7 +19,12 @@ from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite, load_s
 from tracker.load.bodies import build_body
 from tracker.load.generator import Endpoint
 from tracker.sim import SimServer
-from tracker.targets.exact_prompts import adapt_suite_traffic, adapt_traffic, fit_text
+from tracker.targets.exact_prompts import (
+    adapt_suite_traffic,
+    adapt_traffic,
+    build_exact_traffic,
+    fit_text,
+)
 from tracker.targets.tokenizers import (
     LocalTokenizer,
     TokenizerFailed,
@@ -186,11 +191,10 @@ def test_the_tokenizer_key_changes_the_config_version() -> None:
 
 async def test_the_simulator_tokenizes_in_words_so_the_suite_sends_its_own_bytes() -> None:
     suite = chat_short()
-    async with SimServer(make_config()) as server, \
-            open_tokenizer(Endpoint(server.base_url + "/v1"), MODEL) as tokenizer:
-        assert (tokenizer.name, tokenizer.special_tokens) == ("vllm /tokenize", 0)
-        adapted = await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)
-    assert adapted.fallback is None and adapted.tokenizer == "vllm /tokenize"
+    async with SimServer(make_config()) as server:
+        adapted = await build_exact_traffic(suite, Endpoint(server.base_url + "/v1"), MODEL)
+    assert (adapted.tokenizer, adapted.special_tokens) == ("vllm /tokenize", 0)
+    assert adapted.fallback is None
     assert adapted.prompts_digest == suite.prompts_digest  # same bytes as the word prompts
     assert all(a.requests == w.requests for a, w in
                zip(adapted.traffic.values(), suite.traffic.values(), strict=True))

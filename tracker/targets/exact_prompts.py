@@ -26,10 +26,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from tracker.inputs.suites import SyntheticPrompts, Workload, compute_prompts_digest
+from tracker.inputs.suites import LoadedSuite, SyntheticPrompts, Workload, compute_prompts_digest
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
-from tracker.targets.tokenizers import WORDS, Tokenizer, TokenizerFailed, count_tokens
+from tracker.load.generator import Endpoint
+from tracker.targets.tokenizers import (
+    WORDS,
+    Tokenizer,
+    TokenizerFailed,
+    count_tokens,
+    open_tokenizer,
+)
 
 MAX_FIT_ROUNDS = 24  # cuts tried per prompt before the tokenizer is called unusable
 CONCURRENT_CALLS = 8  # tokenizer requests in flight at once (an endpoint's)
@@ -64,7 +72,8 @@ async def fit_text(tokenizer: Tokenizer, source: str, tokens: int, prefix: str =
     while len(ids) < wanted + 16:  # enough to cut from, with room for a boundary that merges
         text = f"{text} {source}"
         ids = await tokenizer.encode(text)
-    return await _search_cut(tokenizer, ids, wanted, tokens, measure)
+    return await _search_cut(tokenizer, ids, wanted, tokens, measure,
+                             strip=not source[:1].isspace())
 
 
 def _measure(tokenizer: Tokenizer, prefix: str) -> Callable[[str], Awaitable[int]]:
@@ -74,11 +83,13 @@ def _measure(tokenizer: Tokenizer, prefix: str) -> Callable[[str], Awaitable[int
 
 
 async def _search_cut(tokenizer: Tokenizer, ids: list[int], cut: int, tokens: int,
-                      measure: Callable[[str], Awaitable[int]]) -> str:
-    """Decode ``ids[:cut]``, count it, move the cut by the difference; never the same cut twice."""
+                      measure: Callable[[str], Awaitable[int]], *, strip: bool) -> str:
+    """Decode ``ids[:cut]``, count it, move the cut by the difference; never the same cut twice.
+    ``strip``: drop the leading space a SentencePiece decoder gives back (llama.cpp's does)."""
     tried: dict[int, int] = {}
     for _ in range(MAX_FIT_ROUNDS):
         text = await tokenizer.decode(ids[:cut])
+        text = text.lstrip() if strip else text
         got = await measure(text)
         if got == tokens:
             return text
@@ -199,3 +210,12 @@ async def adapt_suite_traffic(traffic: Mapping[str, WorkloadTraffic],
         adapted, name, special = dict(traffic), WORDS, 0
         fallback = f"{tokenizer.name} failed while the prompts were built: {exc}"
     return TokenizedTraffic(adapted, name, special, fallback, compute_prompts_digest(adapted))
+
+
+async def build_exact_traffic(suite: LoadedSuite, endpoint: Endpoint, model: str,
+                              local: Path | None = None) -> TokenizedTraffic:
+    """The suite's traffic at exact lengths in the target's tokenizer (``local``: the config's
+    tokenizer.json, from ``resolve_tokenizer_path``), or in words with the reason. Call it once
+    the target answers, before the request bodies are built."""
+    async with open_tokenizer(endpoint, model, local) as tokenizer:
+        return await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)
