@@ -1,7 +1,10 @@
-"""Baseline suites: named, fixed workloads whose prompts are generated from a seed.
+"""Baseline suites: named, fixed workloads whose prompts are generated from a seed or sampled
+(seeded) from a dataset, a trace or a file of conversations (tracker.inputs.sources).
 
 A suite's version is the sha256 of its canonical form and of the digest of every prompt it
-generates, so two runs with the same suite version sent byte-identical requests.
+generates, so two runs with the same suite version sent byte-identical requests. A data file's
+sha256 is written into the canonical form (``prompts.sha256``), so a changed file is a new suite
+version, and a queued run's stored suite pins the file it was queued with.
 """
 
 from __future__ import annotations
@@ -9,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,8 +26,23 @@ from pydantic import (
     model_validator,
 )
 
+from tracker.errors import ConfigError
 from tracker.inputs.configs import NAME_PATTERN
+from tracker.inputs.conversations import build_conversation_traffic
+from tracker.inputs.datafiles import DataFile
+from tracker.inputs.datasets import build_dataset_traffic
 from tracker.inputs.prompts import derive_seed, generate_words
+from tracker.inputs.sources import (
+    ConversationPrompts,
+    DatasetPrompts,
+    FileSource,
+    FixedPrompt,
+    OutputLengths,
+    PromptSource,
+    SyntheticPrompts,
+    TracePrompts,
+)
+from tracker.inputs.traces import build_trace_traffic
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model
 from tracker.quality.set_files import load_quality_set
@@ -35,23 +53,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SyntheticPrompts(_Strict):
-    """Seeded prompts of ``input_tokens`` words each, unique per request."""
-
-    source: Literal["synthetic"]
-    input_tokens: PositiveInt
-    system_prompt_tokens: NonNegativeInt = 0  # a fixed system prompt shared by every request
-
-
-class FixedPrompt(_Strict):
-    """One prompt sent by every request (the hand-written load script's shape)."""
-
-    source: Literal["fixed"]
-    text: str = Field(min_length=1)
-    system_prompt: str | None = None
-
-
-PromptSource = Annotated[SyntheticPrompts | FixedPrompt, Field(discriminator="source")]
+__all__ = ["ConversationPrompts", "DatasetPrompts", "FixedPrompt", "LoadedSuite", "OutputLengths",
+           "PromptSource", "Suite", "SyntheticPrompts", "TracePrompts", "Workload",
+           "build_loaded_suite", "generate_workload_traffic", "load_suite"]
 
 
 class Slos(_Strict):
@@ -101,7 +105,10 @@ class Sweep(_Strict):
 
 
 class Workload(_Strict):
-    """One workload; its load shape is exactly one of concurrency, request_rate, stages, sweep."""
+    """One workload; its load shape is exactly one of concurrency, request_rate, stages, sweep
+    (a trace's is the trace itself, with an optional max_concurrency). For conversations the
+    shape counts sessions: concurrency is the sessions in flight, request_rate the sessions
+    started per second, and num_requests the sessions measured."""
 
     name: str = Field(pattern=NAME_PATTERN)
     prompts: PromptSource
@@ -124,6 +131,8 @@ class Workload(_Strict):
     def _one_shape(self) -> Workload:
         shapes = [k for k in ("concurrency", "request_rate", "stages", "sweep")
                   if getattr(self, k) is not None]
+        if isinstance(self.prompts, TracePrompts):
+            return self._trace_shape(shapes)
         if len(shapes) != 1:
             raise ValueError("give exactly one load shape: concurrency, request_rate, stages "
                              f"or sweep (got {', '.join(shapes) or 'none'})")
@@ -137,6 +146,14 @@ class Workload(_Strict):
             labels = [stage.model_dump_json() for stage in self.stages]
             if len(set(labels)) != len(labels):
                 raise ValueError("two stages have the same shape; each stage must differ")
+        return self
+
+    def _trace_shape(self, shapes: list[str]) -> Workload:
+        if shapes:
+            raise ValueError(f"a trace sets its own arrival times: remove {', '.join(shapes)} "
+                             "(max_concurrency may cap the requests in flight)")
+        if self.burstiness != 1.0:
+            raise ValueError("burstiness does not apply to a trace (its times are recorded)")
         return self
 
 
@@ -183,16 +200,51 @@ class LoadedSuite:
     traffic: Mapping[str, WorkloadTraffic]  # per workload: what it sends, warm-up first
     path: str
     quality: QualitySet | None = None  # the loaded quality.path; its version is in ``version``
+    data_files: Mapping[str, str] = field(default_factory=dict)  # workload -> its file's sha256
 
     @property
     def short_version(self) -> str:
         return self.version[:12]
 
 
-def generate_workload_traffic(seed: int, workload: Workload) -> WorkloadTraffic:
-    """The requests of a synthetic or fixed workload, warm-up first (seeded: byte-identical)."""
-    total = workload.warmup_requests + workload.num_requests
+def generate_workload_traffic(seed: int, workload: Workload, base: Path = Path(".")
+                              ) -> WorkloadTraffic:
+    """What a workload sends, warm-up first (seeded: byte-identical); a data file's path is
+    relative to ``base`` (the suite file's folder)."""
+    return _generate(seed, workload, base, "prompts.path")[0]
+
+
+def _generate(seed: int, workload: Workload, base: Path, key: str
+              ) -> tuple[WorkloadTraffic, str | None]:
+    """(the traffic, the data file's sha256 or None)."""
     source = workload.prompts
+    if isinstance(source, SyntheticPrompts | FixedPrompt):
+        return _generate_words(seed, workload, source), None
+    what = {"dataset": "dataset", "trace": "trace", "conversations": "conversations"}
+    file = DataFile(base / source.path, what[source.source], key)
+    total = workload.warmup_requests + workload.num_requests
+    common: dict[str, Any] = {"seed": seed, "name": workload.name, "total": total,
+                              "max_tokens": workload.max_tokens}
+    if isinstance(source, DatasetPrompts):
+        traffic = build_dataset_traffic(file, source, **common)
+    elif isinstance(source, ConversationPrompts):
+        traffic = build_conversation_traffic(file, source, **common)
+    else:
+        traffic = build_trace_traffic(file, source, warmup=workload.warmup_requests, **common)
+    _check_pin(file, source, key)
+    return traffic, file.sha256
+
+
+def _check_pin(file: DataFile, source: FileSource, key: str) -> None:
+    if source.sha256 is not None and source.sha256 != file.sha256:
+        raise ConfigError(f"{file.path}: its sha256 is {file.sha256}, not the {source.sha256} "
+                          f"that {key.replace('.path', '.sha256')} pins: the file changed; "
+                          "restore it, or remove or update the pin (a new suite version)")
+
+
+def _generate_words(seed: int, workload: Workload, source: SyntheticPrompts | FixedPrompt
+                    ) -> WorkloadTraffic:
+    total = workload.warmup_requests + workload.num_requests
     if isinstance(source, FixedPrompt):
         return _flat(source.system_prompt, (source.text,) * total, None)
     system = None
@@ -216,7 +268,8 @@ def _flat(system: str | None, users: tuple[str, ...], requested: int | None) -> 
 def compute_prompts_digest(traffic: Mapping[str, WorkloadTraffic]) -> str:
     """sha256 over every byte a suite will send. A workload of single-turn requests that share
     one system prompt hashes as it always has (so upgrading the tracker keeps suite versions);
-    anything richer (per-request lengths, arrivals, sessions) hashes its full JSON form."""
+    anything richer (per-request lengths, arrivals, sessions) hashes each request's fields and
+    texts in turn (streamed: a trace's hundred megabytes are never one string)."""
     digest = hashlib.sha256()
     for name, item in traffic.items():
         digest.update(name.encode("utf-8") + b"\x00")
@@ -227,8 +280,7 @@ def compute_prompts_digest(traffic: Mapping[str, WorkloadTraffic]) -> str:
             for user in users:
                 digest.update(user.encode("utf-8") + b"\x00")
         else:
-            digest.update(json.dumps(_traffic_form(item), sort_keys=True, ensure_ascii=False,
-                                     separators=(",", ":")).encode("utf-8") + b"\x00")
+            _update_rich(digest, item)
     return digest.hexdigest()
 
 
@@ -249,28 +301,47 @@ def _simple_form(traffic: WorkloadTraffic) -> tuple[str | None, list[str]] | Non
     return (systems.pop(), users) if len(systems) == 1 else None
 
 
-def _traffic_form(traffic: WorkloadTraffic) -> dict[str, Any]:
-    return {
-        "requests": [{"messages": [[m.role, m.content] for m in r.messages],
-                      "max_tokens": r.max_tokens, "arrival_s": r.arrival_s}
-                     for r in traffic.requests],
-        "sessions": [{"system": s.system, "turns": [[t.user, t.recorded_answer, t.max_tokens]
-                                                    for t in s.turns]}
-                     for s in traffic.sessions],
-        "history": traffic.history, "think_time_s": traffic.think_time_s,
-    }
+def _update_rich(digest: Any, traffic: WorkloadTraffic) -> None:
+    """Each value as JSON on a line, each text as its byte length and bytes (unambiguous)."""
+    def fields(*values: Any) -> None:
+        digest.update(json.dumps(values, separators=(",", ":")).encode("utf-8") + b"\n")
+
+    def text(value: str | None) -> None:
+        data = b"" if value is None else value.encode("utf-8")
+        digest.update(b"%d:" % len(data) if value is not None else b"-:")
+        digest.update(data)
+
+    fields("traffic", traffic.history, traffic.think_time_s, len(traffic.requests),
+           len(traffic.sessions))
+    for request in traffic.requests:
+        fields(request.max_tokens, request.arrival_s, [m.role for m in request.messages])
+        for message in request.messages:
+            text(message.content)
+    for session in traffic.sessions:
+        fields(len(session.turns))
+        text(session.system)
+        for turn in session.turns:
+            fields(turn.max_tokens)
+            text(turn.user)
+            text(turn.recorded_answer)
 
 
 def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = None) -> LoadedSuite:
     canonical = suite.model_dump(mode="json", exclude_defaults=True, exclude={"description"})
     canonical["name"] = suite.name
-    traffic = {w.name: generate_workload_traffic(suite.seed, w) for w in suite.workloads}
+    traffic: dict[str, WorkloadTraffic] = {}
+    files: dict[str, str] = {}
+    for i, workload in enumerate(suite.workloads):
+        traffic[workload.name], sha256 = _generate(
+            suite.seed, workload, Path(path).parent, f"workloads[{i}].prompts.path in {path}")
+        if sha256 is not None:  # the file's content is part of the version
+            files[workload.name] = canonical["workloads"][i]["prompts"]["sha256"] = sha256
     prompts_digest = compute_prompts_digest(traffic)
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if quality is not None:  # a changed quality set is a changed suite
         text = f"{text}\nquality:{quality.version}"
     version = hashlib.sha256(f"{text}\n{prompts_digest}".encode()).hexdigest()
-    return LoadedSuite(suite, version, canonical, prompts_digest, traffic, path, quality)
+    return LoadedSuite(suite, version, canonical, prompts_digest, traffic, path, quality, files)
 
 
 def load_suite(path: str | Path) -> LoadedSuite:
