@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,3 +85,90 @@ def test_bench_against_nothing_reports_the_failures_and_exits_3(
                  "--num-prompts", "3", "--quiet"])
     assert code == 3
     assert "connection_refused x3" in capsys.readouterr().out
+
+
+def _write_sharegpt(tmp_path: Path) -> Path:
+    items = [{"conversations": [{"from": "human", "value": f"question number {i}"},
+                                {"from": "gpt", "value": " ".join(["word"] * (i + 2))}]}
+             for i in range(6)]
+    path = tmp_path / "sharegpt.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return path
+
+
+def test_bench_sends_a_sharegpt_sample_asking_for_the_recorded_lengths(
+    sim_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    requests = tmp_path / "r.jsonl"
+    code = main(["bench", "--base-url", sim_url, "--dataset-name", "sharegpt", "--dataset-path",
+                 str(_write_sharegpt(tmp_path)), "--num-prompts", "6", "--ignore-eos",
+                 "--max-concurrency", "3", "--json", "-", "--quiet",
+                 "--save-requests", str(requests)])
+    assert code == 0, capsys.readouterr().err
+    [workload] = json.loads(capsys.readouterr().out)["workloads"]
+    assert workload["completed"] == 6
+    assert workload["total_output_tokens"] == sum(i + 2 for i in range(6))  # 27
+    assert workload["total_input_tokens"] == 6 * 3
+    lines = [json.loads(line) for line in requests.read_text(encoding="utf-8").splitlines()]
+    assert [(line["requested_input_tokens"], line["input_tokens_delta"]) for line in lines] == \
+        [(3, 0)] * 6
+
+
+def test_bench_custom_jsonl_asks_for_each_prompts_output_tokens(
+    sim_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "custom.jsonl"
+    data.write_text('{"prompt": "one two three", "output_tokens": 4}\n'
+                    '{"prompt": "four five"}\n', encoding="utf-8")
+    code = main(["bench", "--base-url", sim_url, "--dataset-name", "custom", "--dataset-path",
+                 str(data), "--num-prompts", "2", "--random-output-len", "3", "--ignore-eos",
+                 "--json", "-", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    [workload] = json.loads(capsys.readouterr().out)["workloads"]
+    assert workload["total_output_tokens"] == 4 + 3  # the second has none: --random-output-len
+
+
+def test_bench_replays_a_mooncake_trace_at_its_recorded_times(
+    sim_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    rows = [{"timestamp": 1000 + 100 * i, "input_length": 20, "output_length": 2 + i,
+             "hash_ids": [0]} for i in range(5)]
+    trace.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    requests = tmp_path / "r.jsonl"
+    code = main(["bench", "--base-url", sim_url, "--dataset-name", "mooncake", "--dataset-path",
+                 str(trace), "--num-prompts", "5", "--ignore-eos", "--json", "-", "--quiet",
+                 "--save-requests", str(requests)])
+    assert code == 0, capsys.readouterr().err
+    [workload] = json.loads(capsys.readouterr().out)["workloads"]
+    assert workload["completed"] == 5 and workload["total_output_tokens"] == 2 + 3 + 4 + 5 + 6
+    lines = [json.loads(line) for line in requests.read_text(encoding="utf-8").splitlines()]
+    planned = sorted(line["scheduled_start_ms"] for line in lines)
+    gaps = [b - a for a, b in itertools.pairwise(planned)]
+    assert gaps == pytest.approx([100.0] * 4, abs=1.0)  # the trace's 100 ms, not a rate's
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--dataset-name", "sharegpt"], "--dataset-name sharegpt needs --dataset-path FILE"),
+    (["--dataset-path", "x.json"], "--dataset-path applies to --dataset-name sharegpt, custom "
+                                   "or mooncake"),
+    (["--dataset-name", "custom", "--dataset-path", "surely-missing.jsonl"],
+     "--dataset-path surely-missing.jsonl: no such file"),
+    (["--dataset-name", "mooncake", "--dataset-path", "{trace}", "--request-rate", "5",
+      "--duration", "2"], "--dataset-name mooncake replays the trace's own times: drop "
+                          "--request-rate, --duration"),
+    (["--dataset-name", "mooncake", "--dataset-path", "{trace}", "--num-prompts", "9"],
+     "the trace has 1 rows (of 1), but the workload replays 9"),
+    (["--dataset-name", "custom", "--dataset-path", "{trace}"],
+     ":1: prompt: must be a non-empty string (got null or nothing)"),
+])
+def test_bench_bad_datasets_are_one_line_exit_2(sim_url: str, tmp_path: Path, args: list[str],
+                                                fragment: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 4, "output_length": 1}\n',
+                     encoding="utf-8")
+    args = [arg.replace("{trace}", str(trace)) for arg in args]
+    assert main(["bench", "--base-url", sim_url, "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and fragment in err and err.count("\n") == 1, err

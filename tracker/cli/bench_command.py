@@ -1,7 +1,11 @@
 """``tracker bench``: an ad-hoc benchmark of any OpenAI-compatible endpoint, nothing stored.
 
-The flags are ``vllm bench serve``'s where one exists. Prompts are the tracker's seeded random
-words (``--random-input-len`` words, one token each for current BPE tokenizers). The load shape:
+The flags are ``vllm bench serve``'s where one exists. Prompts (``--dataset-name``) are the
+tracker's seeded random words (``random``: ``--random-input-len`` words, one token each for current
+BPE tokenizers), a seeded sample of a ShareGPT JSON (``sharegpt``) or of a JSONL of ``{"prompt",
+"output_tokens"}`` (``custom``), each asking for its recorded answer's length (else
+``--random-output-len``), or a Mooncake trace (``mooncake``) replayed at its recorded times
+(``--max-concurrency`` may cap it; no other shape applies). The load shape otherwise:
 
 - ``--request-rate R`` (default ``inf``): open loop, gamma-distributed gaps of mean 1/R with shape
   ``--burstiness`` (1 = Poisson); ``inf`` starts every request at once; ``--max-concurrency``
@@ -32,13 +36,14 @@ from pydantic import ValidationError
 from tracker.cli.output import write_json
 from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
-from tracker.inputs.suites import Slos, Suite, SyntheticPrompts, Workload, build_loaded_suite
+from tracker.inputs.sources import DatasetPrompts, SyntheticPrompts, TracePrompts
+from tracker.inputs.suites import PromptSource, Slos, Suite, Workload, build_loaded_suite
 from tracker.load.bodies import build_request_specs
 from tracker.load.generator import Endpoint, LoadGenerator
 from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
 from tracker.load.slo import parse_goodput
-from tracker.redaction import redact_optional
 from tracker.reports.bench_report import render_bench_text
+from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json
 from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
@@ -64,23 +69,57 @@ class BenchArgs:
     goodput: Sequence[str] = ()
     api_key_env: str | None = None
     request_timeout_s: float = 600.0
+    dataset_name: str = "random"  # random, sharegpt, custom, mooncake
+    dataset_path: str | None = None
+
+
+def build_prompts(args: BenchArgs) -> PromptSource:
+    """``--dataset-name`` and ``--dataset-path`` as a prompt source (vLLM's dataset names)."""
+    if args.dataset_name == "random":
+        if args.dataset_path is not None:
+            raise UsageError("--dataset-path applies to --dataset-name sharegpt, custom or "
+                             "mooncake; the random dataset is generated (drop --dataset-path)")
+        return SyntheticPrompts(source="synthetic", input_tokens=args.random_input_len)
+    if args.dataset_path is None:
+        raise UsageError(f"--dataset-name {args.dataset_name} needs --dataset-path FILE")
+    path = Path(args.dataset_path)
+    if not path.is_file():
+        raise UsageError(f"--dataset-path {args.dataset_path}: no such file; check the path")
+    if args.dataset_name == "mooncake":
+        return TracePrompts(source="trace", path=str(path.resolve()), format="mooncake")
+    return DatasetPrompts(source="dataset", path=str(path.resolve()),
+                          format="sharegpt" if args.dataset_name == "sharegpt" else "jsonl")
+
+
+def _shape(args: BenchArgs) -> dict[str, Any]:
+    if args.dataset_name == "mooncake":
+        given = [flag for flag, unset in (("--request-rate", math.isinf(args.request_rate)),
+                                          ("--burstiness", args.burstiness == 1.0),
+                                          ("--duration", args.duration_s is None)) if not unset]
+        if given:
+            raise UsageError(f"--dataset-name mooncake replays the trace's own times: drop "
+                             f"{', '.join(given)} (--max-concurrency caps the requests in "
+                             "flight)")
+        return {"max_concurrency": args.max_concurrency}
+    if args.duration_s is not None and math.isinf(args.request_rate) \
+            and args.max_concurrency is None:
+        raise UsageError("--duration with --request-rate inf needs --max-concurrency (the "
+                         "number of requests kept in flight); or give a finite --request-rate")
+    if args.duration_s is not None and math.isinf(args.request_rate):
+        return {"concurrency": args.max_concurrency}
+    return {"request_rate": args.request_rate, "burstiness": args.burstiness,
+            "max_concurrency": args.max_concurrency}
 
 
 def build_workload(args: BenchArgs) -> Workload:
     """The arguments as a suite workload (validated like one); bad values are usage errors."""
     slo = parse_goodput(args.goodput) if args.goodput else None
-    if args.duration_s is not None and math.isinf(args.request_rate) \
-            and args.max_concurrency is None:
-        raise UsageError("--duration with --request-rate inf needs --max-concurrency (the "
-                         "number of requests kept in flight); or give a finite --request-rate")
-    closed = args.duration_s is not None and math.isinf(args.request_rate)
-    shape: dict[str, Any] = ({"concurrency": args.max_concurrency} if closed else
-                             {"request_rate": args.request_rate, "burstiness": args.burstiness,
-                              "max_concurrency": args.max_concurrency})
+    shape = _shape(args)
+    prompts = build_prompts(args)
     try:
         return Workload(
             name=NAME,
-            prompts=SyntheticPrompts(source="synthetic", input_tokens=args.random_input_len),
+            prompts=prompts,
             endpoint_type=args.endpoint_type,
             max_tokens=args.random_output_len, ignore_eos=args.ignore_eos,
             num_requests=args.num_prompts, warmup_requests=args.warmup,
@@ -125,11 +164,12 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> tuple[st
     """(model, the measured workload)."""
     workload = build_workload(args)
     endpoint = Endpoint(args.base_url, _headers(args))
-    model = args.model or await fetch_first_model(endpoint)
     suite = build_loaded_suite(Suite(name=NAME, seed=args.seed, workloads=[workload]), "-")
-    warmup, measured = build_request_specs(workload, suite.traffic[NAME], model=model,
+    model = args.model or await fetch_first_model(endpoint)  # bad input fails before this
+    traffic = suite.traffic[NAME]
+    warmup, measured = build_request_specs(workload, traffic, model=model,
                                            supports_ignore_eos=args.ignore_eos)
-    phase = WorkloadPhases(workload, args.seed).next_phase()
+    phase = WorkloadPhases(workload, args.seed, traffic).next_phase()
     assert phase is not None
     plan = build_plan(workload, phase, warmup, measured, duration_s=args.duration_s)
 
@@ -162,24 +202,14 @@ def build_run(args: BenchArgs, model: str, result: WorkloadResult) -> RunResult:
 
 
 def save_requests(path: str, result: WorkloadResult) -> None:
-    """One JSON line per request, in milliseconds, failures included."""
-    def ms(value: float | None) -> float | None:
-        return None if value is None else value * 1000.0
-
+    """One JSON line per request, in milliseconds, failures included (with the requested input
+    length beside the server's)."""
     target = Path(path)
     if not target.parent.is_dir():
         raise UsageError(f"--save-requests {path}: directory {target.parent} does not exist")
     with target.open("w", encoding="utf-8") as handle:
-        for r in result.records:
-            handle.write(json.dumps({
-                "index": r.index, "scheduled_start_ms": ms(r.scheduled_start_s),
-                "start_ms": ms(r.start_s), "ttft_ms": ms(r.ttft_s), "tpot_ms": ms(r.tpot_s),
-                "e2el_ms": ms(r.e2el_s), "scheduled_ttft_ms": ms(r.scheduled_ttft_s),
-                "itl_ms": [g * 1000.0 for g in r.itl_s], "output_tokens": r.output_tokens,
-                "output_tokens_source": r.output_tokens_source, "output_chunks": r.output_chunks,
-                "input_tokens": r.input_tokens, "error_class": r.error_class,
-                "error": redact_optional(r.error),
-            }) + "\n")
+        for record in result.records:
+            handle.write(json.dumps(render_request_json(record)) + "\n")
 
 
 def execute_bench(args: BenchArgs, quiet: bool = False) -> tuple[str, WorkloadResult]:
@@ -203,7 +233,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         random_input_len=args.random_input_len, random_output_len=args.random_output_len,
         ignore_eos=args.ignore_eos, seed=args.seed, warmup=args.warmup,
         duration_s=args.duration, goodput=tuple(args.goodput), api_key_env=args.api_key_env,
-        request_timeout_s=args.timeout)
+        request_timeout_s=args.timeout, dataset_name=args.dataset_name,
+        dataset_path=args.dataset_path)
     model, result = execute_bench(bench, quiet=args.quiet or args.json == "-")
     if args.json:
         write_json(args.json, bench_json(bench, model, result))

@@ -53,6 +53,13 @@ def _add_bench(sub: Subparsers) -> None:
     bench.add_argument("--burstiness", type=float, default=1.0, metavar="B",
                        help="gamma shape of the gaps between requests; 1 = Poisson")
     bench.add_argument("--num-prompts", type=int, default=200, metavar="N")
+    bench.add_argument("--dataset-name", choices=("random", "sharegpt", "custom", "mooncake"),
+                       default="random",
+                       help="the prompts: seeded random words (default), a ShareGPT JSON, a "
+                            'JSONL of {"prompt", "output_tokens"} (custom), or a Mooncake '
+                            "trace replayed at its recorded times")
+    bench.add_argument("--dataset-path", metavar="FILE",
+                       help="the dataset or trace file (sharegpt, custom, mooncake)")
     bench.add_argument("--random-input-len", type=int, default=256, metavar="TOKENS")
     bench.add_argument("--random-output-len", type=int, default=128, metavar="TOKENS")
     bench.add_argument("--ignore-eos", action="store_true",
