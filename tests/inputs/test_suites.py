@@ -165,3 +165,15 @@ def test_single_turn_traffic_hashes_as_it_always_has(tmp_path: Path) -> None:
     for part in ("w", requests[0].messages[0].content, *(r.messages[-1].content for r in requests)):
         old.update(part.encode("utf-8") + b"\x00")
     assert loaded.prompts_digest == old.hexdigest()
+
+
+def test_a_misspelt_key_in_a_file_source_is_named_at_its_own_line(tmp_path: Path) -> None:
+    text = SUITE.replace(
+        "    prompts: {source: synthetic, input_tokens: 50, system_prompt_tokens: 20}\n",
+        "    prompts:\n      source: dataset\n      path: d.jsonl\n      format: jsonl\n"
+        "      max_input_token: 40\n")
+    with pytest.raises(ConfigError) as info:
+        load_suite(write(tmp_path, text))
+    message = str(info.value)
+    assert "s.yaml:9: workloads[0].prompts.max_input_token: unknown key" in message, message
+    assert "did you mean 'max_input_tokens'" in message

@@ -3,6 +3,7 @@ or words with the reason; against real HTTP servers on ephemeral ports and a rea
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,7 @@ async def tokenizer_server() -> AsyncIterator[Callable[[dict[str, Handler]], Awa
             async def handle(request: web.Request, handler: Handler = handler) -> web.Response:
                 return await handler(await request.json())
             app.router.add_post(path, handle)
-        runner = web.AppRunner(app)
+        runner = web.AppRunner(app, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
@@ -292,6 +293,28 @@ async def test_a_tokenizer_that_fails_mid_way_leaves_every_workload_in_words(
     assert adapted.fallback is not None
     assert adapted.fallback.startswith("llama.cpp /tokenize failed while the prompts were built")
     assert "HTTP 500: slot unavailable" in adapted.fallback and "\n" not in adapted.fallback
+
+
+async def test_a_tokenizer_that_stops_answering_times_out_into_words(
+        tokenizer_server: Any, bpe_file: Path) -> None:
+    calls: list[str] = []
+    routes = llama_cpp_routes(bpe_file, calls)
+    healthy, never = routes["/tokenize"], asyncio.Event()
+
+    async def hanging(body: dict[str, Any]) -> web.Response:
+        if len(calls) > 10:
+            await never.wait()
+        return await healthy(body)
+
+    routes["/tokenize"] = hanging
+    url = await tokenizer_server(routes)
+    suite = chat_short()
+    async with open_tokenizer(Endpoint(url), "m", timeout_s=0.5) as tokenizer:
+        assert tokenizer.name == "llama.cpp /tokenize"
+        adapted = await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)
+    never.set()  # lets the server's hanging handlers end
+    assert adapted.tokenizer == "words" and adapted.traffic == suite.traffic
+    assert adapted.fallback is not None and "TimeoutError" in adapted.fallback
 
 
 async def test_a_tokenizer_answering_garbage_is_a_failure_not_a_traceback(

@@ -321,7 +321,11 @@ def _keys_at(model: type[BaseModel], loc: Loc) -> set[str]:
 
 def _is_union_tag(part: str | int) -> bool:
     # pydantic puts the chosen member of a tagged union into loc, e.g. ('prompts', 'synthetic', ..)
-    return isinstance(part, str) and part in {"synthetic", "fixed"}
+    return isinstance(part, str) and part in UNION_TAGS
+
+
+# The tags of the suites' tagged unions (prompt sources): not a key of the file.
+UNION_TAGS = frozenset({"synthetic", "fixed", "dataset", "trace", "conversations"})
 
 
 def _describe_one(error: Mapping[str, Any]) -> str:

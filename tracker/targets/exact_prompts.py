@@ -24,9 +24,10 @@ A tokenizer that fails mid-way leaves every workload in words, and the result sa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from tracker.inputs.suites import LoadedSuite, SyntheticPrompts, Workload, compute_prompts_digest
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
@@ -41,6 +42,7 @@ from tracker.targets.tokenizers import (
 
 MAX_FIT_ROUNDS = 24  # cuts tried per prompt before the tokenizer is called unusable
 CONCURRENT_CALLS = 8  # tokenizer requests in flight at once (an endpoint's)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +152,7 @@ async def _adapt_synthetic(requests: tuple[PlannedRequest, ...], workload: Workl
         opening = (Message("system", system),) if system else ()
         return replace(request, messages=(*opening, Message("user", user)))
 
-    return tuple(await asyncio.gather(*(rebuild(r) for r in requests)))
+    return tuple(await _all(rebuild(r) for r in requests))
 
 
 def _system_of(request: PlannedRequest) -> str:
@@ -171,7 +173,7 @@ async def _adapt_trace(requests: tuple[PlannedRequest, ...], workload: Workload,
         async with gate:
             fitted[text] = await fit_text(tokenizer, text, block_tokens or 0)
 
-    await asyncio.gather(*(fit_block(text) for text in distinct))
+    await _all(fit_block(text) for text in distinct)
 
     async def rebuild(request: PlannedRequest, chunks: list[str]) -> PlannedRequest:
         head = " ".join(fitted[c] for c in chunks[:-1])
@@ -182,8 +184,20 @@ async def _adapt_trace(requests: tuple[PlannedRequest, ...], workload: Workload,
         user = f"{head} {rest}" if head else rest
         return replace(request, messages=(*request.messages[:-1], Message("user", user)))
 
-    return tuple(await asyncio.gather(*(rebuild(r, c) for r, c in
-                                        zip(requests, chunked, strict=True))))
+    return tuple(await _all(rebuild(r, c) for r, c in zip(requests, chunked, strict=True)))
+
+
+async def _all(calls: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+    """Every call's result, in order; the first failure cancels the rest and is raised."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(call) for call in calls]
+    except ExceptionGroup as failures:
+        first = next((e for e in failures.exceptions if isinstance(e, TokenizerFailed)), None)
+        if first is None:
+            raise
+        raise first from None
+    return [task.result() for task in tasks]
 
 
 def _chunks(text: str, block_tokens: int | None) -> list[str]:

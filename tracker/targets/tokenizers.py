@@ -148,8 +148,10 @@ class _EndpointTokenizer:
 
     flavour = ""
 
-    def __init__(self, session: aiohttp.ClientSession, endpoint: Endpoint, model: str) -> None:
+    def __init__(self, session: aiohttp.ClientSession, endpoint: Endpoint, model: str,
+                 timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self._session = session
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._root = endpoint.base_url.rstrip("/").removesuffix("/v1")
         self._headers = endpoint.headers
         self._model = model
@@ -164,7 +166,7 @@ class _EndpointTokenizer:
         try:
             async with self._session.post(
                     self._root + path, json=body, headers=self._headers,
-                    timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)) as response:
+                    timeout=self._timeout) as response:
                 text = await response.text()
                 if response.status != 200:
                     raise TokenizerFailed(f"{where} answered HTTP {response.status}: "
@@ -263,12 +265,12 @@ def resolve_tokenizer_path(config: LoadedConfig) -> Path | None:
     return path
 
 
-async def _probe_endpoint(session: aiohttp.ClientSession, endpoint: Endpoint,
-                          model: str) -> Tokenizer | str:
+async def _probe_endpoint(session: aiohttp.ClientSession, endpoint: Endpoint, model: str,
+                          timeout_s: float) -> Tokenizer | str:
     """The target's tokenizer endpoint, or why there is none."""
     reasons = []
     for kind in (VllmTokenizer, LlamaCppTokenizer):
-        candidate = kind(session, endpoint, model)
+        candidate = kind(session, endpoint, model, timeout_s)
         try:
             if await candidate.probe():
                 return candidate
@@ -279,13 +281,14 @@ async def _probe_endpoint(session: aiohttp.ClientSession, endpoint: Endpoint,
 
 
 @asynccontextmanager
-async def open_tokenizer(endpoint: Endpoint, model: str,
-                         local: Path | None = None) -> AsyncIterator[Tokenizer]:
+async def open_tokenizer(endpoint: Endpoint, model: str, local: Path | None = None, *,
+                         timeout_s: float = REQUEST_TIMEOUT_S) -> AsyncIterator[Tokenizer]:
     """The tokenizer prompts are built with, open for the block (its HTTP session closes after).
-    Never fails for want of a tokenizer: words, with ``fallback`` saying why."""
+    Never fails for want of a tokenizer: words, with ``fallback`` saying why. ``timeout_s``:
+    the most one tokenizer request may take."""
     if local is not None:
         yield LocalTokenizer(local)
         return
     async with aiohttp.ClientSession(trust_env=True) as session:
-        found = await _probe_endpoint(session, endpoint, model)
+        found = await _probe_endpoint(session, endpoint, model, timeout_s)
         yield WordTokenizer(fallback=found) if isinstance(found, str) else found
