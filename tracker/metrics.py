@@ -2,17 +2,26 @@
 
 A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s);
 only the edges (display, exported JSON) convert to milliseconds; the server's own per-run values
-(``SERVER_METRICS``: the prefix-cache hit rate) join them in ``compute_workload_metrics``.
+(``SERVER_METRICS``: the prefix-cache hit rate) join them in ``compute_workload_metrics``; a
+result without them (a ``/turn-1`` or ``/turns-2+`` split, a server without the counters) gets
+the hit rate from its requests' ``cached_input_tokens`` where they carry it.
 ``COMPARED_METRICS`` is the one list a run-vs-run comparison judges (the gate and the dashboard's
 Compare), and ``compute_samples`` the values it judges them on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tracker.results import LatencyStats, WorkloadResult, WorkloadSummary
+from tracker.results import (
+    LatencyStats,
+    RequestRecord,
+    TokenSource,
+    WorkloadResult,
+    WorkloadSummary,
+)
 
 
 class Direction(StrEnum):
@@ -63,7 +72,8 @@ _THROUGHPUTS = (
 _SERVER = (
     Metric("prefix_cache_hit_rate", "fraction", Direction.HIGHER_IS_BETTER,
            "share of the prompt tokens the server served from its prefix cache over the workload "
-           "(its counters' deltas: hits / queries)"),
+           "(its counters' deltas: hits / queries; without them, the requests' usage: cached / "
+           "prompt tokens)"),
 )
 SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
 
@@ -136,12 +146,32 @@ def compute_summary_metrics(summary: WorkloadSummary) -> dict[str, float]:
     return values
 
 
+def compute_request_hit_rate(records: Iterable[RequestRecord]) -> float | None:
+    """The prefix-cache hit rate the requests report: the sum of their ``cached_input_tokens``
+    over the sum of their ``input_tokens``, over the successful requests whose usage gave both;
+    None when none did (the server did not say, which is not a rate of 0)."""
+    cached = prompt = 0
+    for record in records:
+        if (record.ok and record.cached_input_tokens is not None
+                and record.input_tokens is not None
+                and record.input_tokens_source is TokenSource.USAGE):
+            cached += record.cached_input_tokens
+            prompt += record.input_tokens
+    return cached / prompt if prompt > 0 else None
+
+
 def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
     """Every registry metric one run of a workload measured: its summary's
-    (``compute_summary_metrics``) and the server's (``SERVER_METRICS``) when it was scraped."""
+    (``compute_summary_metrics``) and the server's (``SERVER_METRICS``) when it was scraped.
+    The hit rate is the server's counters' over the whole workload when they gave one, else
+    the requests' own (``compute_request_hit_rate``), else absent."""
     values = compute_summary_metrics(workload.summary)
     server = workload.server
     if server is not None and server.measured:
         values.update({name: server.values[name] for name in SERVER_METRICS
                        if name in server.values})
+    if "prefix_cache_hit_rate" not in values:
+        rate = compute_request_hit_rate(workload.records)
+        if rate is not None:
+            values["prefix_cache_hit_rate"] = rate
     return values

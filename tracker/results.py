@@ -21,6 +21,9 @@ Definitions (written once, here, and repeated in README.md and the result JSON):
 - ``requested_input_tokens``: the prompt length the suite asked for, in the tokenizer it was built
   with (None: it asked for none, e.g. a conversation's later turns); ``input_tokens`` beside it is
   the server's ``usage.prompt_tokens`` when it sent one, so a mismatch is visible.
+- ``cached_input_tokens``: the prompt tokens the server says it served from its prefix cache
+  (``usage.prompt_tokens_details.cached_tokens``; vLLM with ``--enable-prompt-tokens-details``,
+  llama.cpp and SGLang report it); None when the server did not say (0 is a measured miss).
 - ``session``, ``turn`` (multi-turn workloads only): the conversation's position among the
   workload's measured ones (0-based, like ``index``) and the turn within it (1-based).
 """
@@ -66,6 +69,7 @@ class RequestRecord:
     requested_input_tokens: int | None = None  # what the suite asked for (None: nothing asked)
     session: int | None = None  # multi-turn: the conversation (0-based)
     turn: int | None = None  # multi-turn: the turn within it (1-based)
+    cached_input_tokens: int | None = None  # usage's cached_tokens (None: the server did not say)
 
     @property
     def ok(self) -> bool:
@@ -268,9 +272,12 @@ class GpuTelemetry:
 class ServerTelemetry:
     """The target's Prometheus metrics over a workload, or why they were not measured.
 
-    ``values`` holds gauges' ``*_peak``/``*_mean``, counters' deltas and derived rates under the
-    names in ``tracker.telemetry.server_metrics.SERVER_METRICS`` (e.g. ``kv_cache_usage_peak``,
-    ``num_preemptions``, ``prefix_cache_hit_rate``); a metric the server does not expose is absent.
+    ``values`` holds gauges' ``*_peak``/``*_mean``, counters' deltas, the server's latency
+    histograms as ``server_*_mean_s`` and ``prefix_cache_hit_rate`` (from counter deltas), under
+    vLLM's names whatever the engine (llama.cpp's and SGLang's are mapped onto them); the list is
+    ``tracker.telemetry.server_metrics``' docstring (its ``GAUGES``, ``COUNTERS``, ``HISTOGRAMS``).
+    A metric the server does not expose is absent. Of these, the registry's ``SERVER_METRICS``
+    (``tracker.metrics``) are stored and trended with the workload's own metrics.
     """
 
     measured: bool

@@ -152,3 +152,46 @@ def test_a_last_line_without_newline_is_still_read() -> None:
     assert not scanner.done
     scanner.finish()
     assert scanner.done and len(scanner.chunk_times) == 1
+
+
+def usage_event(**usage: Any) -> bytes:
+    return event({"id": "c", "choices": [], "usage": {"prompt_tokens": 300,
+                                                      "completion_tokens": 4, **usage}})
+
+
+@pytest.mark.parametrize(("usage", "cached"), [
+    ({"prompt_tokens_details": {"cached_tokens": 256}}, 256),  # vLLM, llama.cpp, SGLang
+    ({"prompt_tokens_details": {"cached_tokens": 0}}, 0),  # a measured miss
+    ({"prompt_tokens_details": {"cached_tokens": None}}, None),  # vLLM without the details flag
+    ({"prompt_tokens_details": None}, None),
+    ({"prompt_tokens_details": {"audio_tokens": 0}}, None),
+    ({"prompt_tokens_details": {"cached_tokens": "256"}}, None),
+    ({"prompt_tokens_details": {"cached_tokens": True}}, None),
+    ({"prompt_tokens_details": {"cached_tokens": -1}}, None),
+    ({}, None),
+])
+def test_cached_prompt_tokens_are_read_from_the_usage_details(usage: dict[str, Any],
+                                                               cached: int | None) -> None:
+    body = (b"".join(event(chunk(f" w{i}")) for i in range(4)) + usage_event(**usage)
+            + b"data: [DONE]\n\n")
+    for cuts in ([], list(range(1, len(body), 7))):
+        scanner = feed_in_reads(body, cuts)
+        assert (scanner.prompt_tokens, scanner.cached_tokens) == (300, cached)
+        assert len(scanner.chunk_times) == 4 and scanner.done
+
+
+def test_a_later_usage_without_details_keeps_the_cached_count() -> None:
+    # continuous usage stats: every chunk has a usage; only some say what was cached
+    body = (event(chunk("a", usage={"prompt_tokens": 300, "completion_tokens": 1,
+                                    "prompt_tokens_details": {"cached_tokens": 288}}))
+            + event(chunk("b", usage={"prompt_tokens": 300, "completion_tokens": 2}))
+            + b"data: [DONE]\n\n")
+    scanner = feed_in_reads(body, [])
+    assert (scanner.completion_tokens, scanner.cached_tokens) == (2, 288)
+
+
+def test_the_answer_scanner_reads_cached_tokens_too() -> None:
+    body = (event(chunk("a")) + usage_event(prompt_tokens_details={"cached_tokens": 16})
+            + b"data: [DONE]\n\n")
+    scanner = feed_in_reads(body, [], AnswerScanner())
+    assert scanner.cached_tokens == 16

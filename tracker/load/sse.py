@@ -54,6 +54,17 @@ def error_message(payload: Any) -> str:
     return str(payload)[:ERROR_TEXT_LIMIT]
 
 
+def _cached_tokens(usage: dict[str, Any], before: int | None) -> int | None:
+    """``usage.prompt_tokens_details.cached_tokens`` (vLLM with --enable-prompt-tokens-details,
+    llama.cpp, SGLang); ``before`` when the usage does not carry a count (absent, null, not an
+    integer): the server did not say, which is not 0."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0:
+        return cached
+    return before
+
+
 def _content_of(choice: Any) -> bool:
     if not isinstance(choice, dict):
         return False
@@ -66,13 +77,14 @@ def _content_of(choice: Any) -> bool:
 class StreamScanner:
     """Feeds on the bytes of one response, read by read; ``chunk_times`` gets one stamp per chunk."""
 
-    __slots__ = ("chunk_times", "completion_tokens", "done", "end_s", "model", "pending",
-                 "prompt_tokens", "verified")
+    __slots__ = ("cached_tokens", "chunk_times", "completion_tokens", "done", "end_s", "model",
+                 "pending", "prompt_tokens", "verified")
 
     def __init__(self) -> None:
         self.chunk_times: list[float] = []
         self.completion_tokens: int | None = None
         self.prompt_tokens: int | None = None
+        self.cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
         self.done = False
         self.end_s: float | None = None
         self.model: str | None = None  # the model the server says answered (may differ)
@@ -151,6 +163,7 @@ class StreamScanner:
         if isinstance(usage, dict):
             self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
+            self.cached_tokens = _cached_tokens(usage, self.cached_tokens)
         choices = event.get("choices")
         if not isinstance(choices, list):
             if isinstance(usage, dict) and choices is None:

@@ -156,7 +156,8 @@ class WorkloadResultModel(Base):
 
 
 class WorkloadMetricModel(Base):
-    """``compute_summary_metrics`` of a workload, one row per measured metric, SI units."""
+    """``compute_workload_metrics`` of a workload (its summary's and the server's registry
+    metrics), one row per measured metric, SI units; a metric not measured has no row."""
 
     __tablename__ = "workload_metrics"
 
@@ -191,6 +192,8 @@ class RequestRecordModel(Base):
     requested_input_tokens: Mapped[int | None] = mapped_column(Integer)  # what the suite asked
     session: Mapped[int | None] = mapped_column(Integer)  # multi-turn: the conversation, 0-based
     turn: Mapped[int | None] = mapped_column(Integer)  # multi-turn: the turn in it, 1-based
+    # usage.prompt_tokens_details.cached_tokens; NULL: the server did not say (or stored before)
+    cached_input_tokens: Mapped[int | None] = mapped_column(Integer)
 
 
 # The other tables, one module per concept; imported here so the metadata (and `alembic check`)

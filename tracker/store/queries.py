@@ -15,7 +15,7 @@ import pandas as pd
 from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from tracker.metrics import REGISTRY, compute_summary_metrics
+from tracker.metrics import REGISTRY, compute_workload_metrics
 from tracker.results import RunResult
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
 from tracker.store.models import WorkloadResultModel as Workloads
@@ -238,7 +238,7 @@ def workloads_frame(run: RunResult) -> pd.DataFrame:
             "failed": summary.failed,
             "complete": workload.complete,
             "duration_s": summary.duration_s,
-            **compute_summary_metrics(summary),
+            **compute_workload_metrics(workload),
             "output_tokens_source": None if summary.output_tokens_source is None
             else summary.output_tokens_source.value,
             "errors": ", ".join(f"{name}: {count}" for name, count in summary.errors.items()),
@@ -296,8 +296,8 @@ def compare_metrics_frame(base: RunResult, head: RunResult) -> pd.DataFrame:
         other = head_workloads.get(workload.name)
         if other is None:
             continue
-        base_values = compute_summary_metrics(workload.summary)
-        head_values = compute_summary_metrics(other.summary)
+        base_values = compute_workload_metrics(workload)
+        head_values = compute_workload_metrics(other)
         for name, metric in REGISTRY.items():
             before, after = base_values.get(name), head_values.get(name)
             if before is None and after is None:

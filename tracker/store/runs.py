@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import NotFoundError
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite
-from tracker.metrics import compute_summary_metrics
+from tracker.metrics import compute_workload_metrics
 from tracker.results import (
     LatencyStats,
     RequestRecord,
@@ -138,11 +138,13 @@ def begin_run(
 
 
 def save_workload(session: Session, run_id: int, position: int, result: WorkloadResult) -> None:
-    """Store one finished workload: summary columns, its metrics and every request record."""
+    """Store one finished workload: summary columns, its metrics (``compute_workload_metrics``:
+    the summary's, and the server's prefix-cache hit rate, or the requests') and every request
+    record."""
     row = WorkloadResultModel(run_id=run_id, position=position, **_workload_values(result))
     session.add(row)
     session.flush()
-    metrics = compute_summary_metrics(result.summary)
+    metrics = compute_workload_metrics(result)
     if metrics:
         session.execute(insert(WorkloadMetricModel), [
             {"workload_result_id": row.id, "metric": name, "value": value}
@@ -210,6 +212,7 @@ def _record_values(workload_result_id: int, record: RequestRecord) -> dict[str, 
         "requested_input_tokens": record.requested_input_tokens,
         "session": record.session,
         "turn": record.turn,
+        "cached_input_tokens": record.cached_input_tokens,
     }
 
 
@@ -328,6 +331,7 @@ def _record(row: Row[*tuple[Any, ...]]) -> RequestRecord:
         requested_input_tokens=row.requested_input_tokens,
         session=row.session,
         turn=row.turn,
+        cached_input_tokens=row.cached_input_tokens,
     )
 
 
