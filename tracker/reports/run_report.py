@@ -6,7 +6,7 @@ This is an edge: seconds become milliseconds here, with ``vllm bench serve``'s k
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -153,6 +153,19 @@ def render_run_text(run: RunResult) -> str:
     if sources and sources != {"usage"}:
         lines.append("note: output tokens counted from streamed chunks where the server sent no "
                      "usage (output_tokens_source in the JSON)")
+    if (line := render_prompt_lengths_line(run.environment)) is not None:
+        lines.append(line)
     lines.extend(render_telemetry_lines(run))
     lines.extend(render_run_load_lines(run))
     return "\n".join(lines)
+
+
+def render_prompt_lengths_line(environment: Mapping[str, Any]) -> str | None:
+    """Which tokenizer the prompt lengths are exact in (runs before #14 recorded none)."""
+    tokenizer = environment.get("tokenizer")
+    if tokenizer is None:
+        return None
+    fallback = environment.get("tokenizer_fallback")
+    if fallback:
+        return f"note: prompt lengths are in {tokenizer}, not the model's tokenizer: {fallback}"
+    return f"prompt lengths: exact in {tokenizer}"

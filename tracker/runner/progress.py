@@ -39,6 +39,12 @@ class ProgressPrinter:
         else:
             print(text, file=self.stream, flush=True)
 
+    def prompts_built(self, tokenizer: str, fallback: str | None) -> None:
+        """One line when the prompt lengths are not in the model's tokenizer, and why."""
+        if fallback is not None:
+            print(f"{self.label}prompt lengths are in {tokenizer}, not the model's tokenizer: "
+                  f"{fallback}", file=self.stream, flush=True)
+
     def _draw(self, done: int, total: int, *, force: bool) -> None:
         now = time.monotonic()
         if not force and now - self._last_draw < 0.1:

@@ -4,6 +4,10 @@ The runner measures; it does not know about databases. Each finished workload go
 at once, so whatever was measured survives an interrupt or a target that dies mid-run. A
 workload of multi-turn sessions runs on the session generator, and each of its phases is
 followed by its per-turn results (``tracker.load.phases.compute_turn_results``).
+
+Once the target answers, and before any body is built, the suite's prompts are cut to exact
+lengths in the model's tokenizer (``tracker.targets.exact_prompts``); the run's environment says
+which tokenizer that was, or why the word tokenizer was used instead.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol
 
 from tracker.errors import TrackerError
@@ -32,9 +37,13 @@ from tracker.quality.accuracy import compute_quality_result
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
 from tracker.runner.quality_client import run_quality_set
+from tracker.targets.exact_prompts import build_exact_traffic
 from tracker.targets.resolve import SIM_ENGINE, TargetHandle, open_target
+from tracker.targets.tokenizers import resolve_tokenizer_path
 from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry
+
+SIM_TOKENIZER = "words (the simulator's tokenizer)"
 
 
 class RunSink(Protocol):
@@ -54,6 +63,8 @@ class Progress(Protocol):
     def request_done(self, done: int, total: int) -> None: ...
 
     def workload_finished(self, result: WorkloadResult) -> None: ...
+
+    def prompts_built(self, tokenizer: str, fallback: str | None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +110,7 @@ class SuiteRunner:
         self.sink = sink
         self.progress = progress
         self.results: list[WorkloadResult] = []
+        self.traffic = suite.traffic  # what is sent: exact lengths once the target's tokenizer is known
         self.telemetry = _telemetry_settings(suite, telemetry)
 
     async def run(self) -> RunOutcome:
@@ -116,9 +128,11 @@ class SuiteRunner:
                                                simulated=self.config.config.simulated))
             return run_ids[0]
 
+        local_tokenizer = resolve_tokenizer_path(self.config)  # a missing file fails before launch
         try:
             async with open_target(self.config, run_ordinal=self.run_ordinal) as handle:
                 environment.update(handle.environment_facts())
+                environment.update(await self._build_prompts(handle, local_tokenizer))
                 begin()
                 await self._run_workloads(handle)
                 await self._run_quality(handle)
@@ -133,6 +147,25 @@ class SuiteRunner:
         status, reason = self._finish(interrupted=False)
         return RunOutcome(begin(), status, reason)
 
+    async def _build_prompts(self, handle: TargetHandle,
+                             local_tokenizer: Path | None) -> dict[str, object]:
+        """The suite's prompts at exact lengths in the model's tokenizer (the target's
+        ``/tokenize`` or the config's tokenizer.json), else in words with the reason; returns
+        what the run's environment records about it. The embedded simulator counts in words, so
+        its prompts are the suite's own without asking it."""
+        if self.config.config.target.kind == "sim" and local_tokenizer is None:
+            facts: dict[str, object] = {"tokenizer": SIM_TOKENIZER}
+        else:
+            exact = await build_exact_traffic(self.suite, handle.endpoint,
+                                              self.config.config.target.model, local_tokenizer)
+            self.traffic = exact.traffic
+            facts = exact.environment_facts()
+        if self.progress is not None:
+            fallback = facts.get("tokenizer_fallback")
+            self.progress.prompts_built(str(facts["tokenizer"]),
+                                        None if fallback is None else str(fallback))
+        return facts
+
     def _finish(self, *, interrupted: bool) -> tuple[RunStatus, str | None]:
         planned = len(self.suite.suite.workloads)
         status, reason = compute_run_status(self.results, planned, interrupted)
@@ -144,8 +177,7 @@ class SuiteRunner:
         workloads = self.suite.suite.workloads
         for position, workload in enumerate(workloads):
             make_plan = self._planner(handle, workload)
-            phases = WorkloadPhases(workload, self.suite.suite.seed,
-                                    self.suite.traffic[workload.name])
+            phases = WorkloadPhases(workload, self.suite.suite.seed, self.traffic[workload.name])
             while (phase := phases.next_phase()) is not None:
                 plan = make_plan(phase)
                 if self.progress is not None:
@@ -163,7 +195,7 @@ class SuiteRunner:
     def _planner(self, handle: TargetHandle,
                  workload: Workload) -> Callable[[Phase], LoadPlan | SessionPlan]:
         """Builds each phase's plan from the workload's requests (or sessions), made once."""
-        traffic = self.suite.traffic[workload.name]
+        traffic = self.traffic[workload.name]
         model = self.config.config.target.model
         if traffic.sessions:
             warm, measured = build_session_requests(
