@@ -3,6 +3,7 @@
 Public API (documented in docs/gate.md):
 
 - ``compare_samples(base, head, metric) -> Verdict`` (a ``tracker.metrics`` metric: its direction)
+- ``judge_family(verdicts, alpha=0.05) -> FamilyJudgement`` (one false-alarm budget per gate: Holm)
 - ``detect_change_points(values) -> list[ChangePoint]``
 - ``ChangeMonitor().observe(value) -> list[ChangePoint]``
 - ``compute_attribution(...) -> Attribution`` (what changed around a change point)
@@ -11,6 +12,7 @@ Public API (documented in docs/gate.md):
 from tracker.analysis.attribution import Attribution, compute_attribution
 from tracker.analysis.changepoints import ChangePoint, detect_change_points
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
+from tracker.analysis.family import FamilyJudgement, judge_family
 from tracker.analysis.monitor import ChangeMonitor
 from tracker.inputs.config_diff import Change
 
@@ -19,9 +21,11 @@ __all__ = [
     "Change",
     "ChangeMonitor",
     "ChangePoint",
+    "FamilyJudgement",
     "Outcome",
     "Verdict",
     "compare_samples",
     "compute_attribution",
     "detect_change_points",
+    "judge_family",
 ]

@@ -31,13 +31,13 @@ from enum import StrEnum
 from tracker.analysis.stats import (
     Runs,
     bootstrap_differences,
-    bootstrap_p_value,
+    bootstrap_one_sided,
     bootstrap_upper_quantile,
     compute_quantile,
     hodges_lehmann,
-    mann_whitney,
-    student_t_ppf,
-    student_t_two_sided_p,
+    rank_test_one_sided,
+    student_t_one_sided,
+    student_t_quantile,
 )
 from tracker.metrics import Metric
 
@@ -63,8 +63,10 @@ class Verdict:
 
     outcome: Outcome
     rel_change: float | None  # point estimate; None when nothing could be estimated
-    ci: tuple[float, float] | None  # interval of rel_change at ``confidence``
-    p_value: float | None  # two-sided, for "no difference"
+    ci: tuple[float, float] | None  # of rel_change: each end a one-sided bound at ``confidence``
+    # one-sided: of "head is no worse than base", in the metric's bad direction (small: worse);
+    # what a family of verdicts is judged on (``tracker.analysis.family``). None: not estimated
+    p_value: float | None
     statistic: str  # median | p90 | p99 | mean (of per-request values, or over runs)
     lower_is_better: bool
     base_value: float | None  # the statistic on all base values pooled
@@ -91,9 +93,10 @@ class Verdict:
 @dataclass(frozen=True, slots=True)
 class _Estimate:
     rel_change: float
-    low: float
-    high: float
-    p_value: float
+    low: float  # one-sided lower bound at ``confidence``
+    high: float  # one-sided upper bound at ``confidence``
+    p_up: float  # one-sided p-value of "head is not higher than base"
+    p_down: float  # one-sided p-value of "head is not lower than base"
     method: str
 
 
@@ -224,31 +227,31 @@ def _t_over_runs(request: _Request) -> _Estimate | None:
     squares = sum((v - _mean(xs)) ** 2 for v in xs) + sum((v - _mean(ys)) ** 2 for v in ys)
     se = math.sqrt(squares / df * (1.0 / len(xs) + 1.0 / len(ys)))
     if se == 0.0:
-        p_value, half = (1.0 if diff == 0.0 else 0.0), 0.0
+        p_up, p_down, half = (0.0 if diff > 0.0 else 1.0), (0.0 if diff < 0.0 else 1.0), 0.0
     else:
-        p_value = student_t_two_sided_p(diff / se, df)
-        half = student_t_ppf(0.5 + request.confidence / 2.0, df) * se
+        p_up, p_down = student_t_one_sided(diff / se, df)
+        half = student_t_quantile(request.confidence, df) * se
     return _Estimate(_relative(diff, log), _relative(diff - half, log),
-                     _relative(diff + half, log), p_value,
+                     _relative(diff + half, log), p_up, p_down,
                      f"t-test over runs of each run's {request.statistic}"
                      + (" (log)" if log else ""))
 
 
 def _rank_shift(request: _Request) -> _Estimate | None:
     base, head = request.base[0], request.head[0]
-    test = mann_whitney(base, head)
+    p_up, p_down = rank_test_one_sided(base, head)
     log = _positive(request)
+    two_sided = 2.0 * request.confidence - 1.0  # each end a one-sided bound at confidence
     if log:
         shift = hodges_lehmann([math.log(v) for v in base], [math.log(v) for v in head],
-                               request.confidence)
+                               two_sided)
     else:
         scale = abs(compute_quantile(sorted(base), 0.5))
         if scale == 0.0:
             return None
-        shift = hodges_lehmann([v / scale for v in base], [v / scale for v in head],
-                               request.confidence)
+        shift = hodges_lehmann([v / scale for v in base], [v / scale for v in head], two_sided)
     return _Estimate(_relative(shift.shift, log), _relative(shift.low, log),
-                     _relative(shift.high, log), test.p_value,
+                     _relative(shift.high, log), p_up, p_down,
                      "mann-whitney u + hodges-lehmann")
 
 
@@ -278,12 +281,11 @@ def _bootstrap(request: _Request) -> _Estimate | None:
                                       request.resamples)
     point = (transformed([v for run in request.head for v in run])
              - transformed([v for run in request.base for v in run]))
-    tail = (1.0 - request.confidence) / 2.0
+    tail = 1.0 - request.confidence
     low, high = compute_quantile(draws, tail), compute_quantile(draws, 1.0 - tail)
-    kind = "bootstrap"
+    p_up, p_down = bootstrap_one_sided(draws)
     return _Estimate(_relative(point, log), _relative(low, log), _relative(high, log),
-                     bootstrap_p_value(draws),
-                     f"{kind} of {request.statistic} ({request.resamples} resamples, "
+                     p_up, p_down, f"bootstrap of {request.statistic} ({request.resamples} resamples, "
                      f"seed {request.seed})")
 
 
@@ -316,12 +318,17 @@ def _variance(values: Sequence[float]) -> float:
 
 
 def _decide(request: _Request, estimate: _Estimate) -> Verdict:
+    """Each direction is a one-sided test at ``1 - confidence``: a regression when head is
+    significantly worse and the estimate is at least ``min_effect``; no change when the
+    interval (each end a one-sided bound at ``confidence``: two one-sided tests) lies within
+    ``±min_effect``."""
     alpha = 1.0 - request.confidence
     effect = request.min_effect
     rel, low, high = estimate.rel_change, estimate.low, estimate.high
-    significant = estimate.p_value < alpha and (low > 0.0 or high < 0.0)
+    p_worse, p_better = _directed(request, estimate)
     worse = rel > 0.0 if request.lower_is_better else rel < 0.0
-    interval = f"{rel:+.1%} [{low:+.1%}, {high:+.1%}], p={estimate.p_value:.3g}"
+    interval = (f"{rel:+.1%} [{low:+.1%}, {high:+.1%}], p(worse)={p_worse:.3g}")
+    significant = (p_worse if worse else p_better) < alpha
     if significant and abs(rel) >= effect:
         outcome = Outcome.REGRESSION if worse else Outcome.IMPROVEMENT
         word = "worse" if worse else "better"
@@ -337,6 +344,13 @@ def _decide(request: _Request, estimate: _Estimate) -> Verdict:
     reason = (f"inconclusive: {interval} is neither significant nor within ±{effect:.1%}; "
               f"about {runs} runs per side would decide")
     return _verdict(request, estimate, Outcome.INCONCLUSIVE, reason, runs)
+
+
+def _directed(request: _Request, estimate: _Estimate) -> tuple[float, float]:
+    """The one-sided p-values of "head is worse" and "head is better" in the metric's terms."""
+    if request.lower_is_better:
+        return estimate.p_up, estimate.p_down
+    return estimate.p_down, estimate.p_up
 
 
 def _runs_needed(request: _Request, estimate: _Estimate) -> int:
@@ -356,7 +370,7 @@ def _verdict(request: _Request, estimate: _Estimate | None, outcome: Outcome, re
         outcome=outcome,
         rel_change=None if estimate is None else estimate.rel_change,
         ci=None if estimate is None else (estimate.low, estimate.high),
-        p_value=None if estimate is None else estimate.p_value,
+        p_value=None if estimate is None else _directed(request, estimate)[0],
         statistic=request.statistic,
         lower_is_better=request.lower_is_better,
         base_value=_pooled(request.base, request.statistic),

@@ -12,6 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+import numpy as np
+from scipy import stats as scipy_stats  # type: ignore[import-untyped]
+
 _NORMAL = NormalDist()
 
 
@@ -90,6 +93,19 @@ def mann_whitney(x: Sequence[float], y: Sequence[float]) -> RankTest:
     corrected = max(abs(delta) - 0.5, 0.0)
     z = math.copysign(corrected / math.sqrt(variance), delta)
     return RankTest(u, z, min(1.0, 2.0 * (1.0 - normal_cdf(abs(z)))), variance)
+
+
+def rank_test_one_sided(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """One-sided Mann-Whitney U p-values of ``y`` against ``x`` (scipy, normal approximation,
+    tie- and continuity-corrected): (of "y is not larger", of "y is not smaller")."""
+    if len(x) == 0 or len(y) == 0:
+        raise ValueError("Mann-Whitney needs at least one value per sample")
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xs.min() == xs.max() == ys.min() == ys.max():
+        return 1.0, 1.0  # every value is equal: no evidence either way
+    up = scipy_stats.mannwhitneyu(ys, xs, alternative="greater", method="asymptotic")
+    down = scipy_stats.mannwhitneyu(ys, xs, alternative="less", method="asymptotic")
+    return float(up.pvalue), float(down.pvalue)
 
 
 # --- Hodges-Lehmann shift and its Mann-Whitney confidence interval ---------------------------
@@ -190,6 +206,15 @@ def bootstrap_differences(
     return draws
 
 
+def bootstrap_one_sided(sorted_draws: Sequence[float]) -> tuple[float, float]:
+    """One-sided p-values from bootstrap draws of a difference: (of "not above 0", of "not
+    below 0"), each the share of draws on the other side of 0 (plus one, so never 0)."""
+    draws = np.asarray(sorted_draws, dtype=float)
+    total = len(draws) + 1
+    return (float((np.count_nonzero(draws <= 0.0) + 1) / total),
+            float((np.count_nonzero(draws >= 0.0) + 1) / total))
+
+
 def bootstrap_p_value(sorted_draws: Sequence[float]) -> float:
     """Two-sided p-value of "no difference" from bootstrap draws of a difference."""
     below = sum(1 for d in sorted_draws if d <= 0.0)
@@ -234,6 +259,16 @@ def incomplete_beta(a: float, b: float, x: float) -> float:
 def student_t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
     return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def student_t_one_sided(t: float, df: float) -> tuple[float, float]:
+    """(P(T >= t), P(T <= t)) for Student's t with ``df`` degrees of freedom (scipy)."""
+    return float(scipy_stats.t.sf(t, df)), float(scipy_stats.t.cdf(t, df))
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t (scipy)."""
+    return float(scipy_stats.t.ppf(p, df))
 
 
 def student_t_ppf(p: float, df: float) -> float:
