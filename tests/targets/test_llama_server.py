@@ -3,6 +3,7 @@ serving a random-weights model): what the server counts in ``usage.prompt_tokens
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from bench.llama_server import (
     write_random_model,
 )
 from tracker.cli.bench_command import BenchArgs, build_workload
+from tracker.cli.main import main
 from tracker.inputs.shipped import shipped_baselines
 from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite, load_suite
 from tracker.load.generator import Endpoint
@@ -90,6 +92,42 @@ async def test_chat_short_completes_with_exact_prompts_and_no_context_overflow(
     # vocabulary): 60 or 61, as the first word of a message merges with the template or not
     assert all(count is not None and 640 < count <= 640 + 64 for count in counts)
     assert max(c for c in counts if c) - min(c for c in counts if c) <= 1
+
+
+@needs_server
+def test_tracker_bench_sends_256_prompt_tokens_to_llama_cpp_and_says_which_tokenizer(
+        llama_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, requests = tmp_path / "b.json", tmp_path / "r.jsonl"
+    code = main(["bench", "--base-url", llama_url, "--endpoint-type", "completions",
+                 "--random-input-len", "256", "--random-output-len", "8", "--ignore-eos",
+                 "--num-prompts", "16", "--max-concurrency", "4", "--json", str(out),
+                 "--save-requests", str(requests), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["environment"]["tokenizer"] == "llama.cpp /tokenize"
+    assert data["environment"]["tokenizer_fallback"] is None
+    lines = [json.loads(line) for line in requests.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 16
+    assert {(line["input_tokens"], line["requested_input_tokens"]) for line in lines} == \
+        {(256, 256)}
+    assert data["workloads"][0]["input_token_count_mismatches"] == 0
+
+
+@needs_server
+def test_tracker_run_of_chat_short_against_llama_cpp_completes_with_no_failed_request(
+        llama_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "llama.yaml"
+    config.write_text(f"name: llama-cpp\ntarget:\n  kind: openai\n  base_url: {llama_url}\n"
+                      f"  model: {MODEL_ALIAS}\n", encoding="utf-8")
+    out = tmp_path / "run.json"
+    code = main(["run", "--db", f"sqlite:///{tmp_path / 'r.db'}", "--config", str(config),
+                 "--suite", str(shipped_baselines() / "chat-short.yaml"), "--json", str(out),
+                 "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["status"] == "completed"
+    assert data["environment"]["tokenizer"] == "llama.cpp /tokenize"
+    assert all(w["failed"] == 0 and w["completed"] == w["num_requests"] for w in data["workloads"])
 
 
 @needs_server

@@ -25,7 +25,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -47,6 +47,7 @@ from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json
 from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
+from tracker.targets.exact_prompts import build_exact_traffic
 
 NAME = "bench"
 
@@ -71,6 +72,7 @@ class BenchArgs:
     request_timeout_s: float = 600.0
     dataset_name: str = "random"  # random, sharegpt, custom, mooncake
     dataset_path: str | None = None
+    tokenizer: str | None = None  # a local tokenizer.json (or its directory)
 
 
 def build_prompts(args: BenchArgs) -> PromptSource:
@@ -160,13 +162,37 @@ async def fetch_first_model(endpoint: Endpoint) -> str:
     return str(models[0]["id"])
 
 
-async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> tuple[str, WorkloadResult]:
-    """(model, the measured workload)."""
+@dataclass(frozen=True, slots=True)
+class BenchOutcome:
+    model: str
+    result: WorkloadResult
+    prompt_facts: Mapping[str, object]  # which tokenizer the prompt lengths are exact in
+
+
+def _local_tokenizer(args: BenchArgs) -> Path | None:
+    if args.tokenizer is None:
+        return None
+    path = Path(args.tokenizer).expanduser()
+    path = path / "tokenizer.json" if path.is_dir() else path
+    if not path.is_file():
+        raise UsageError(f"--tokenizer {args.tokenizer}: no file at {path}; name the model's "
+                         "tokenizer.json or its directory")
+    return path
+
+
+async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOutcome:
+    """The measured workload, its prompts at exact lengths in the model's tokenizer (the
+    server's /tokenize or --tokenizer) where one is found, else in words."""
     workload = build_workload(args)
     endpoint = Endpoint(args.base_url, _headers(args))
     suite = build_loaded_suite(Suite(name=NAME, seed=args.seed, workloads=[workload]), "-")
+    local = _local_tokenizer(args)
     model = args.model or await fetch_first_model(endpoint)  # bad input fails before this
-    traffic = suite.traffic[NAME]
+    exact = await build_exact_traffic(suite, endpoint, model, local)
+    if progress is not None and exact.fallback is not None:
+        progress.write(f"prompt lengths are in words, not the model's tokenizer: "
+                       f"{exact.fallback}\n")
+    traffic = exact.traffic[NAME]
     warmup, measured = build_request_specs(workload, traffic, model=model,
                                            supports_ignore_eos=args.ignore_eos)
     phase = WorkloadPhases(workload, args.seed, traffic).next_phase()
@@ -181,15 +207,18 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> tuple[st
     outcome = await LoadGenerator(endpoint, plan, on_progress=on_progress).run()
     if progress is not None:
         progress.write("\n")
-    return model, compute_phase_result(workload, phase, plan, outcome)
+    return BenchOutcome(model, compute_phase_result(workload, phase, plan, outcome),
+                        exact.environment_facts())
 
 
-def build_run(args: BenchArgs, model: str, result: WorkloadResult) -> RunResult:
+def build_run(args: BenchArgs, model: str, result: WorkloadResult,
+              prompt_facts: Mapping[str, object] | None = None) -> RunResult:
     """The ad-hoc run in the ``tracker.run/1`` shape (run_id 0: nothing is stored)."""
     body = {"base_url": args.base_url, "model": model, "endpoint_type": args.endpoint_type}
     version = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     status = RunStatus.COMPLETED if result.summary.completed else RunStatus.FAILED
     environment = collect_environment(target_kind="openai", engine=None)
+    environment.update(prompt_facts or {})
     return RunResult(
         run_id=0, status=status, simulated=False, config=VersionRef("adhoc", version),
         suite=VersionRef(NAME, hashlib.sha256(json.dumps(dict(result.params), sort_keys=True,
@@ -212,15 +241,15 @@ def save_requests(path: str, result: WorkloadResult) -> None:
             handle.write(json.dumps(render_request_json(record)) + "\n")
 
 
-def execute_bench(args: BenchArgs, quiet: bool = False) -> tuple[str, WorkloadResult]:
+def execute_bench(args: BenchArgs, quiet: bool = False) -> BenchOutcome:
     try:
         return run_async(run_bench(args, None if quiet else sys.stderr))
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
 
 
-def bench_json(args: BenchArgs, model: str, result: WorkloadResult) -> dict[str, Any]:
-    data = render_run_json(build_run(args, model, result))
+def bench_json(args: BenchArgs, outcome: BenchOutcome) -> dict[str, Any]:
+    data = render_run_json(build_run(args, outcome.model, outcome.result, outcome.prompt_facts))
     data["run_id"] = None  # ad hoc: not stored
     return data
 
@@ -234,10 +263,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ignore_eos=args.ignore_eos, seed=args.seed, warmup=args.warmup,
         duration_s=args.duration, goodput=tuple(args.goodput), api_key_env=args.api_key_env,
         request_timeout_s=args.timeout, dataset_name=args.dataset_name,
-        dataset_path=args.dataset_path)
-    model, result = execute_bench(bench, quiet=args.quiet or args.json == "-")
+        dataset_path=args.dataset_path, tokenizer=args.tokenizer)
+    outcome = execute_bench(bench, quiet=args.quiet or args.json == "-")
+    model, result = outcome.model, outcome.result
     if args.json:
-        write_json(args.json, bench_json(bench, model, result))
+        write_json(args.json, bench_json(bench, outcome))
     if args.save_requests:
         save_requests(args.save_requests, result)
     if args.json != "-":

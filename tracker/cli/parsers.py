@@ -61,6 +61,9 @@ def _add_bench(sub: Subparsers) -> None:
     bench.add_argument("--dataset-path", metavar="FILE",
                        help="the dataset or trace file (sharegpt, custom, mooncake)")
     bench.add_argument("--random-input-len", type=int, default=256, metavar="TOKENS")
+    bench.add_argument("--tokenizer", metavar="PATH",
+                       help="a local tokenizer.json (or its directory) to make prompt lengths "
+                            "exact in; default: the server's /tokenize, else words (said)")
     bench.add_argument("--random-output-len", type=int, default=128, metavar="TOKENS")
     bench.add_argument("--ignore-eos", action="store_true",
                        help="ask the server to generate exactly --random-output-len tokens")
