@@ -12,11 +12,27 @@ import yaml
 
 from tracker.errors import ConfigError
 from tracker.inputs.suites import Workload, load_suite
+from tracker.inputs.traffic import PlannedSession, PlannedTurn, WorkloadTraffic
+from tracker.load.bodies import build_session_requests
 from tracker.load.generator import LoadOutcome, RequestSpec
-from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
-from tracker.load.summary import compute_workload_summary
-from tracker.metrics import REGISTRY, Direction, compute_summary_metrics
-from tracker.results import ClientHealth, RequestRecord, TokenSource, WorkloadResult
+from tracker.load.phases import (
+    Phase,
+    WorkloadPhases,
+    build_plan,
+    build_session_plan,
+    compute_phase_result,
+    compute_turn_results,
+)
+from tracker.load.sessions import SessionPlan
+from tracker.load.summary import complete_cached_tokens, compute_workload_summary
+from tracker.metrics import REGISTRY, Direction, compute_summary_metrics, compute_workload_metrics
+from tracker.results import (
+    ClientHealth,
+    RequestRecord,
+    ServerTelemetry,
+    TokenSource,
+    WorkloadResult,
+)
 
 BASE: dict[str, Any] = {"name": "w", "prompts": {"source": "fixed", "text": "hi"},
                         "max_tokens": 4, "num_requests": 5}
@@ -134,3 +150,70 @@ def test_phase_results_carry_the_load_shape_and_goodput() -> None:
     assert res.params["load"] == {"mode": "open", "request_rate": 4.0, "burstiness": 1.0,
                                   "max_concurrency": None}
     assert res.summary.goodput_req_per_s == 0.5 and res.summary.slo_attainment == 0.5
+
+
+def session_phase(num_sessions: int = 2, turns: int = 3) -> tuple[Workload, Phase, SessionPlan]:
+    w = workload(name="chat", concurrency=2, num_requests=num_sessions)
+    traffic = WorkloadTraffic(sessions=tuple(
+        PlannedSession(tuple(PlannedTurn(f"s{s} q{t}", f"a{t}") for t in range(1, turns + 1)),
+                       system="be brief") for s in range(num_sessions)))
+    warm, measured = build_session_requests(w, traffic, model="m", supports_ignore_eos=False)
+    phase = WorkloadPhases(w, 0, traffic).next_phase()
+    assert phase is not None
+    return w, phase, build_session_plan(w, phase, warm, measured, think_time_s=0.0)
+
+
+def turn_record(i: int, turn: int, input_tokens: int, cached: int | None) -> RequestRecord:
+    return RequestRecord(i, i * 0.1, 0.05, 0.3, (0.1,) * 3, 4, TokenSource.USAGE, input_tokens,
+                         TokenSource.USAGE, session=i // 3, turn=turn, cached_input_tokens=cached)
+
+
+# per session: turn 1 misses (vLLM then sends no prompt_tokens_details: None), later turns hit
+TURNS = ((1, 100, None), (2, 400, 300), (3, 600, 500))
+
+
+def test_each_turn_split_gets_the_hit_rate_of_its_own_requests() -> None:
+    w, phase, plan = session_phase()
+    records = tuple(turn_record(s * 3 + k, *TURNS[k]) for s in range(2) for k in range(3))
+    now = datetime.now(UTC)
+    whole = compute_phase_result(w, phase, plan, LoadOutcome(records, now, now, 2.0, True))
+    splits = {r.name: r for r in compute_turn_results(w, plan, whole)}
+    assert [r.cached_input_tokens for r in whole.records] == [0, 300, 500] * 2  # misses: 0
+    rates = {name: compute_workload_metrics(r)["prefix_cache_hit_rate"]
+             for name, r in {"chat": whole, **splits}.items()}
+    assert rates == {"chat": 1600 / 2200, "chat/turn-1": 0.0, "chat/turns-2+": 1600 / 2000}
+    assert REGISTRY["prefix_cache_hit_rate"].direction is Direction.HIGHER_IS_BETTER
+
+
+def test_a_server_that_never_says_what_it_cached_gives_no_hit_rate() -> None:
+    w, phase, plan = session_phase()
+    records = tuple(turn_record(s * 3 + k, TURNS[k][0], TURNS[k][1], None)
+                    for s in range(2) for k in range(3))
+    now = datetime.now(UTC)
+    whole = compute_phase_result(w, phase, plan, LoadOutcome(records, now, now, 2.0, True))
+    for result_ in (whole, *compute_turn_results(w, plan, whole)):
+        assert "prefix_cache_hit_rate" not in compute_workload_metrics(result_), result_.name
+        assert all(r.cached_input_tokens is None for r in result_.records)
+
+
+def test_the_servers_counters_win_for_the_whole_workload_not_for_its_splits() -> None:
+    w, phase, plan = session_phase()
+    records = tuple(turn_record(s * 3 + k, *TURNS[k]) for s in range(2) for k in range(3))
+    now = datetime.now(UTC)
+    whole = replace(compute_phase_result(w, phase, plan, LoadOutcome(records, now, now, 2.0, True)),
+                    server=ServerTelemetry(True, scrapes=4, values={"prefix_cache_hit_rate": 0.5}))
+    assert compute_workload_metrics(whole)["prefix_cache_hit_rate"] == 0.5
+    later = compute_turn_results(w, plan, whole)[1]
+    assert later.server is None
+    assert compute_workload_metrics(later)["prefix_cache_hit_rate"] == 1600 / 2000
+
+
+def test_failed_requests_and_client_counted_prompts_are_left_out_of_the_hit_rate() -> None:
+    failed = RequestRecord(9, 0.0, None, None, (), None, None, None, None, error_class="http_500")
+    estimated = replace(turn_record(7, 2, 1000, None), input_tokens_source=TokenSource.CLIENT)
+    records = complete_cached_tokens((turn_record(0, 1, 100, 25), failed, estimated))
+    assert [r.cached_input_tokens for r in records] == [25, None, None]
+    now = datetime.now(UTC)
+    result_ = WorkloadResult("w", 1, 3, 0, {}, now, now, records,
+                             compute_workload_summary(records, 1.0))
+    assert compute_workload_metrics(result_)["prefix_cache_hit_rate"] == 0.25

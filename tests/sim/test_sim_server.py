@@ -90,6 +90,36 @@ async def test_usage_chunk_comes_last_when_requested(
     assert result.done
 
 
+SYSTEM_64 = " ".join(f"w{i}" for i in range(64))  # 64 tokens: four full blocks of 16
+
+
+@pytest.mark.parametrize("caching", [True, False])
+async def test_a_repeated_system_prompt_is_reported_as_cached_tokens(
+    start_server: ServerFactory, client: aiohttp.ClientSession, caching: bool
+) -> None:
+    server = await start_server(make_config({"enable_prefix_caching": caching,
+                                             "block_size": 16}))
+    usages = []
+    for question in ("what is a river", "and a bridge over it"):
+        body = {"messages": [{"role": "system", "content": SYSTEM_64},
+                             {"role": "user", "content": question}],
+                "max_tokens": 3, "ignore_eos": True, "stream_options": {"include_usage": True}}
+        usages.append((await stream_request(client, server.base_url, body)).chunks[-1]["usage"])
+    status, whole, _ = await post(client, server.base_url + "/v1/chat/completions", {
+        "model": MODEL, "messages": [{"role": "system", "content": SYSTEM_64},
+                                     {"role": "user", "content": "a third one"}],
+        "max_tokens": 2, "ignore_eos": True})
+    assert status == 200
+    details = [u.get("prompt_tokens_details") for u in (*usages, whole["usage"])]
+    # as vLLM with --enable-prompt-tokens-details: no details when nothing was cached
+    assert details == ([None, {"cached_tokens": 64}, {"cached_tokens": 64}] if caching
+                       else [None, None, None])
+    assert [u["prompt_tokens"] for u in usages] == [64 + 4, 64 + 5]
+    if caching:  # the counters /metrics exports agree with the usage
+        metrics = await fetch_metrics(client, server.base_url)
+        assert metrics["vllm:prefix_cache_hits_total"] == 128.0
+
+
 async def test_completions_stream_text_chunks(
     start_server: ServerFactory, client: aiohttp.ClientSession
 ) -> None:

@@ -44,7 +44,7 @@ from tracker.load.shapes import (
     next_sweep_rate,
 )
 from tracker.load.slo import Slo
-from tracker.load.summary import compute_workload_summary
+from tracker.load.summary import complete_cached_tokens, compute_workload_summary
 from tracker.results import ClientHealth, WorkloadResult
 
 
@@ -236,6 +236,7 @@ def compute_phase_result(workload: Workload, phase: Phase, plan: LoadPlan | Sess
     params = workload.model_dump(mode="json")
     params["load"] = _load_params(phase, plan)
     warmup = plan.warmup_requests if isinstance(plan, SessionPlan) else len(plan.warmup)
+    records = complete_cached_tokens(outcome.records)
     return WorkloadResult(
         name=phase.name,
         concurrency=plan.concurrency,
@@ -244,8 +245,8 @@ def compute_phase_result(workload: Workload, phase: Phase, plan: LoadPlan | Sess
         params=params,
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
-        records=outcome.records,
-        summary=compute_workload_summary(outcome.records, outcome.duration_s,
+        records=records,
+        summary=compute_workload_summary(records, outcome.duration_s,
                                          slo=compute_slo(workload), client=outcome.client),
         complete=outcome.complete,
     )
@@ -270,7 +271,9 @@ TURN_RESULTS = (("turn-1", 1, 1), ("turns-2+", 2, None))  # (suffix, first turn,
 def compute_turn_results(workload: Workload, plan: SessionPlan,
                          result: WorkloadResult) -> list[WorkloadResult]:
     """``<phase>/turn-1`` and ``<phase>/turns-2+``: the phase's records split by turn, each
-    summarised over the phase's duration (none for turns no conversation has)."""
+    summarised over the phase's duration (none for turns no conversation has). A split has no
+    server telemetry of its own, so its prefix-cache hit rate is its requests' cached tokens
+    (``tracker.metrics.compute_request_hit_rate``)."""
     planned = _planned_turns(plan)
     out = []
     for suffix, first, last in TURN_RESULTS:

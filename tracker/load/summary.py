@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from tracker.load.slo import Slo, compute_goodput
 from tracker.results import ClientHealth, LatencyStats, RequestRecord, TokenSource, WorkloadSummary
@@ -75,6 +76,20 @@ def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> in
     if not both:
         return None
     return sum(1 for r in both if r.input_tokens != r.requested_input_tokens)
+
+
+def complete_cached_tokens(records: Sequence[RequestRecord]) -> tuple[RequestRecord, ...]:
+    """The records with vLLM's silent misses made 0: vLLM leaves ``prompt_tokens_details`` out
+    of the usage when no prompt token was cached, even with ``--enable-prompt-tokens-details``.
+    So where any request of the workload carried ``cached_input_tokens``, a successful request
+    whose usage gave ``prompt_tokens`` but no cached count cached none. Where no request
+    carried one (the server does not report it) every count stays None: not measured."""
+    if not any(r.cached_input_tokens is not None for r in records):
+        return tuple(records)
+    return tuple(replace(r, cached_input_tokens=0)
+                 if r.ok and r.cached_input_tokens is None
+                 and r.input_tokens_source is TokenSource.USAGE else r
+                 for r in records)
 
 
 def compute_turn_summaries(records: Sequence[RequestRecord],

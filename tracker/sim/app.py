@@ -184,7 +184,8 @@ async def _stream(
             return response
         if completion.include_usage:
             prompt_tokens = completion.generation.prompt_tokens
-            await response.write(encoder.usage_chunk(prompt_tokens, sim_request.generated))
+            await response.write(encoder.usage_chunk(prompt_tokens, sim_request.generated,
+                                                     sim_request.cached_tokens))
         await response.write(DONE)
         await response.write_eof()
     except ConnectionResetError:
@@ -219,5 +220,6 @@ async def _respond_whole(
         return error_response(_shutting_down())
     encoder = ResponseEncoder(completion.chat, model)
     body = encoder.full_body("".join(sim_request.pieces), sim_request.finish_reason,
-                             completion.generation.prompt_tokens, sim_request.generated)
+                             completion.generation.prompt_tokens, sim_request.generated,
+                             sim_request.cached_tokens)
     return web.json_response(body)

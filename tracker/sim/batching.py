@@ -29,8 +29,8 @@ class SimRequest:
     """One request inside the engine; its handler reads ``pieces`` as they grow."""
 
     __slots__ = (
-        "_done_reason", "_waiter", "_words", "admitted", "block_hashes", "finish_reason",
-        "held_hashes", "num_blocks", "output_tokens", "pieces", "prompt_tokens",
+        "_done_reason", "_waiter", "_words", "admitted", "block_hashes", "cached_tokens",
+        "finish_reason", "held_hashes", "num_blocks", "output_tokens", "pieces", "prompt_tokens",
     )
 
     def __init__(
@@ -45,6 +45,7 @@ class SimRequest:
         self.num_blocks = 0  # private blocks; shared prompt blocks are in held_hashes
         self.held_hashes: tuple[int, ...] = ()
         self.admitted = False
+        self.cached_tokens = 0  # prompt tokens found in the prefix cache when first admitted
         self._done_reason = "length" if output_tokens >= max_tokens else "stop"
         self._words = words
         self._waiter: asyncio.Future[None] | None = None
@@ -237,12 +238,14 @@ class Scheduler:
         return min(blocks * self.kv.block_size, context - 1)  # the last token is always computed
 
     def _record_admission(self, request: SimRequest, cached_tokens: int) -> None:
-        if not request.admitted:
+        hits = min(cached_tokens, request.prompt_tokens)
+        if not request.admitted:  # the usage reports the first admission's hits, as vLLM's does
             request.admitted = True
+            request.cached_tokens = hits
             self.counters.prompt_tokens += request.prompt_tokens
         if self._prefix_cache is not None:
             self.counters.prefix_cache_queries += request.prompt_tokens
-            self.counters.prefix_cache_hits += min(cached_tokens, request.prompt_tokens)
+            self.counters.prefix_cache_hits += hits
             self._prefix_cache.insert(request.block_hashes)
 
     def _preempt(self, request: SimRequest) -> None:

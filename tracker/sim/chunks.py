@@ -2,7 +2,9 @@
 
 A token chunk is two precomputed byte strings around the JSON-escaped piece, so streaming costs
 one ``json.dumps`` of a short string per token. As vLLM does, the chunk of the last token carries
-the finish reason; the usage chunk (``"choices": []``) follows only when asked for.
+the finish reason; the usage chunk (``"choices": []``) follows only when asked for. The usage
+carries ``prompt_tokens_details.cached_tokens`` (the prompt tokens found in the prefix cache) as
+vLLM's does with ``--enable-prompt-tokens-details``: only when some were, so a miss has no details.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ def _dumps(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def compute_usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
+def compute_usage(prompt_tokens: int, completion_tokens: int,
+                  cached_tokens: int = 0) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if cached_tokens:  # vLLM: `if self.enable_prompt_tokens_details and num_cached_tokens`
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
 
 
 class ResponseEncoder:
@@ -59,12 +65,14 @@ class ResponseEncoder:
         ]
         return "".join(chunks).encode()
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
-        usage = _dumps(compute_usage(prompt_tokens, completion_tokens))
+    def usage_chunk(self, prompt_tokens: int, completion_tokens: int,
+                    cached_tokens: int = 0) -> bytes:
+        usage = _dumps(compute_usage(prompt_tokens, completion_tokens, cached_tokens))
         return f'data: {self._stream_head},"choices":[],"usage":{usage}}}\n\n'.encode()
 
     def full_body(
-        self, text: str, finish_reason: str, prompt_tokens: int, completion_tokens: int
+        self, text: str, finish_reason: str, prompt_tokens: int, completion_tokens: int,
+        cached_tokens: int = 0,
     ) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish_reason}
         if self.chat:
@@ -72,7 +80,7 @@ class ResponseEncoder:
         else:
             choice["text"] = text
         return {**self._head(stream=False), "choices": [choice],
-                "usage": compute_usage(prompt_tokens, completion_tokens)}
+                "usage": compute_usage(prompt_tokens, completion_tokens, cached_tokens)}
 
     def _head(self, stream: bool) -> dict[str, Any]:
         kind = "text_completion"
