@@ -160,6 +160,16 @@ def compute_request_hit_rate(records: Iterable[RequestRecord]) -> float | None:
     return cached / prompt if prompt > 0 else None
 
 
+def compute_hit_rate_source(workload: WorkloadResult) -> str | None:
+    """Where the workload's ``prefix_cache_hit_rate`` comes from: ``"server_counters"`` (its
+    /metrics deltas over the whole workload, which win), ``"request_usage"`` (its requests'
+    cached tokens), or None when neither measured it."""
+    server = workload.server
+    if server is not None and server.measured and "prefix_cache_hit_rate" in server.values:
+        return "server_counters"
+    return None if compute_request_hit_rate(workload.records) is None else "request_usage"
+
+
 def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
     """Every registry metric one run of a workload measured: its summary's
     (``compute_summary_metrics``) and the server's (``SERVER_METRICS``) when it was scraped.

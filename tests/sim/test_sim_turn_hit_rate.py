@@ -26,6 +26,7 @@ from tracker.load.phases import (
 from tracker.load.sessions import SessionGenerator, SessionPlan
 from tracker.load.sse import StreamScanner
 from tracker.metrics import compute_workload_metrics
+from tracker.reports.load_report import render_load_json, render_request_json
 from tracker.results import RequestRecord, TokenSource, WorkloadResult
 
 HIT_RATE = "prefix_cache_hit_rate"
@@ -94,6 +95,8 @@ async def test_later_turns_have_a_higher_hit_rate_with_prefix_caching_on(
     rates = {name: compute_workload_metrics(r).get(HIT_RATE) for name, r in results.items()}
     if not caching:  # the simulator, as vLLM, says nothing when nothing was cached
         assert rates == {"chat": None, "chat/turn-1": None, "chat/turns-2+": None}
+        body = render_load_json(results["chat"])
+        assert (body["prefix_cache_hit_rate"], body["prefix_cache_hit_rate_source"]) == (None, None)
         return
     first, later = rates["chat/turn-1"], rates["chat/turns-2+"]
     assert first is not None and later is not None
@@ -103,6 +106,14 @@ async def test_later_turns_have_a_higher_hit_rate_with_prefix_caching_on(
     assert later == pytest.approx((80 + 112) / (124 + 164))
     assert later > first
     assert [r.cached_input_tokens for r in results["chat"].records][:3] == [0, 80, 112]
+    # the result JSON: per workload with where the rate came from, per turn, per request line
+    body = render_load_json(results["chat/turns-2+"])
+    assert (body["prefix_cache_hit_rate"], body["prefix_cache_hit_rate_source"]) == \
+        (later, "request_usage")
+    turns = render_load_json(results["chat"])["sessions"]["turns"]
+    assert [t["prefix_cache_hit_rate"] for t in turns] == pytest.approx(
+        [first, 3 * 80 / (3 * 124), 3 * 112 / (3 * 164)])
+    assert render_request_json(results["chat"].records[1])["cached_input_tokens"] == 80
 
 
 @pytest.mark.xfail(strict=True, reason="tracker/load/generator.py does not yet copy the scanner's "

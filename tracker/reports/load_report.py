@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracker.load.summary import compute_turn_summaries
+from tracker.metrics import compute_hit_rate_source, compute_request_hit_rate, compute_workload_metrics
 from tracker.redaction import redact_optional
 from tracker.results import LatencyStats, RequestRecord, RunResult, WorkloadResult
 
@@ -33,6 +34,17 @@ LOAD_DEFINITIONS = {
                                     "the input length the suite asked for "
                                     "(requested_input_tokens; a chat template's own tokens "
                                     "count as a difference)",
+    "prefix_cache_hit_rate": "share of the prompt tokens the server served from its prefix "
+                             "cache: its /metrics counters over the whole workload where it "
+                             "exposes them (prefix_cache_hit_rate_source server_counters), else "
+                             "sum(cached_input_tokens) / sum(input_tokens) over the requests "
+                             "whose usage gave both (request_usage; the /turn-1 and /turns-2+ "
+                             "splits always); null: not measured",
+    "cached_input_tokens": "per request: usage.prompt_tokens_details.cached_tokens (vLLM with "
+                           "--enable-prompt-tokens-details, llama.cpp, SGLang); vLLM leaves it "
+                           "out on a miss, so where any request of a workload reported it, a "
+                           "request with usage but without it counts 0; null: the server did "
+                           "not say",
     "trace": "load mode trace: requests start at the trace's own times (after time_scale); "
              "scheduled latencies count from those times, so a server that falls behind shows it",
     "sessions": "multi-turn: each request carries the whole conversation so far; a failed turn "
@@ -71,6 +83,8 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "capacity_at_slo_req_per_s": s.capacity_at_slo_req_per_s,
         "token_count_mismatches": s.token_count_mismatches,
         "input_token_count_mismatches": s.input_token_count_mismatches,
+        "prefix_cache_hit_rate": compute_workload_metrics(result).get("prefix_cache_hit_rate"),
+        "prefix_cache_hit_rate_source": compute_hit_rate_source(result),
         "client_bound": result.client_bound,
         "client_health": None if client is None else {
             "cpu_fraction": client.cpu_fraction,
@@ -97,6 +111,9 @@ def render_sessions_json(result: WorkloadResult) -> dict[str, Any]:
     s, sessions = result.summary, dict(result.params["load"]["sessions"])
     records = result.records
     ended = {r.session for r in records if not r.ok and r.session is not None}
+    by_turn: dict[int, list[RequestRecord]] = {}
+    for record in records:
+        by_turn.setdefault(record.turn or 0, []).append(record)
     sent = s.completed + s.failed
     sessions.update(
         unsent_turns=result.num_requests - sent if result.complete and records else None,
@@ -104,6 +121,7 @@ def render_sessions_json(result: WorkloadResult) -> dict[str, Any]:
         split_from=(result.params.get("turns") or {}).get("of"),
         turns=[{"turn": turn, "completed": t.completed, "failed": t.failed,
                 "mean_input_tokens": t.total_input_tokens / t.completed if t.completed else None,
+                "prefix_cache_hit_rate": compute_request_hit_rate(by_turn[turn]),
                 **render_stats_ms("ttft", t.ttft), **render_stats_ms("e2el", t.e2el)}
                for turn, t in compute_turn_summaries(records, s.duration_s).items()],
     )
@@ -124,6 +142,7 @@ def render_request_json(record: RequestRecord) -> dict[str, Any]:
         "input_tokens_source": record.input_tokens_source,
         "input_tokens_delta": used - requested
         if used is not None and requested is not None and record.ok else None,
+        "cached_input_tokens": record.cached_input_tokens,
         "error_class": record.error_class, "error": redact_optional(record.error),
     }
 
