@@ -14,16 +14,20 @@ from sqlalchemy.orm import Session
 from tracker.cli.init_command import STARTER_FILES
 from tracker.cli.main import main
 from tracker.inputs.configs import load_config
+from tracker.inputs.shipped import shipped_baselines
 from tracker.inputs.suites import load_suite
 from tracker.scheduling.schedules import load_schedules
 from tracker.store.db import DB_URL_ENV, open_store
 from tracker.store.runs import fetch_runs
 
-EXPECTED = [
+EXPECTED = sorted([
     "baselines/batch-throughput.yaml", "baselines/chat-short.yaml",
     "baselines/quality/basic.jsonl", "configs/sim-default.yaml",
     "configs/taotoken-example.yaml", "configs/vllm-launch-llama3-8b.yaml", "schedules.yaml",
-]
+    "baselines/multi-turn-chat.yaml", "baselines/traffic/conversations.jsonl",
+    "baselines/trace-replay.yaml", "baselines/traffic/mooncake-sample.jsonl",
+    "baselines/traffic/azure-sample.csv",
+])
 
 
 def _written(root: Path) -> list[str]:
@@ -36,7 +40,7 @@ def test_init_writes_configs_suites_and_a_schedule_that_load(
     assert main(["init", str(root)]) == 0
     out = capsys.readouterr().out
     assert _written(root) == EXPECTED
-    assert f"wrote 7 files to edit in {root}:" in out and f"  cd {root}\n" in out
+    assert f"wrote 12 files to edit in {root}:" in out and f"  cd {root}\n" in out
     sim = load_config(root / "configs/sim-default.yaml").config
     launched = load_config(root / "configs/vllm-launch-llama3-8b.yaml").config
     gateway = load_config(root / "configs/taotoken-example.yaml").config
@@ -49,6 +53,10 @@ def test_init_writes_configs_suites_and_a_schedule_that_load(
     chat = load_suite(root / "baselines/chat-short.yaml")
     assert chat.quality is not None and len(chat.quality.items) > 0  # its set came along
     assert load_suite(root / "baselines/batch-throughput.yaml").suite.name == "batch-throughput"
+    shipped = shipped_baselines()
+    for name in ("multi-turn-chat.yaml", "trace-replay.yaml"):  # their data files came along
+        assert load_suite(root / "baselines" / name).version == \
+            load_suite(shipped / name).version
     (schedule,) = load_schedules(root / "schedules.yaml")  # the others are commented out
     assert schedule.name == "nightly-sim"
     assert schedule.configs == (str((root / "configs/sim-default.yaml").resolve()),)
