@@ -1,41 +1,75 @@
 """Change points in a metric's history: where the level of a nightly series shifted for good.
 
-The detector is rank-based, so heavy tails and single wild nights carry no more weight than any
-other night, and it never splits off a segment shorter than ``min_segment``, so an outlier or a
-spike that reverts within a few nights is not a change point:
+The detector is rank-based, so heavy tails, wild nights and a second (slower) host mode carry no
+more weight than any other night, and it never splits off a segment shorter than
+``min_segment``, so an outlier or a spike that reverts within a few nights is not a change point:
 
 1. **Scan.** In a segment of ``n`` values, every split ``k`` (both sides >= ``min_segment``)
    gets the standardized Wilcoxon rank-sum statistic ``Z_k`` of the values after ``k`` against
    those before it (mid-ranks, tie-corrected variance).
 2. **Significance.** Under "no change" the ranks are a random permutation, whatever the
    distribution of the values, and ``max_k |Z_k|`` behaves like the maximum of a standardized
-   Brownian bridge; its tail is ``P(max |Z| > b) ~ T b phi(b)`` with ``T = 2 ln((n-L)/L)``
-   (Siegmund's approximation, which errs on the conservative side for discrete data). A split is
-   kept when that p-value is below ``alpha`` and the medians on either side differ by at least
-   ``min_rel_change``.
+   Brownian bridge; its tail is Siegmund's approximation (conservative for discrete data). A
+   split is kept when that p-value is below ``alpha`` and the medians on either side differ by
+   at least ``min_rel_change``.
 3. **Location and shape.** The split is placed where two flat levels fit best (least absolute
    deviation from each side's median, near the scan's maximum), and it must be a jump: the
-   nights right around it differ by at least half the difference of the two sides' medians, so
-   a slow drift is not reported as a step.
+   nights right around it differ by at least half the difference of the two sides' medians,
+   significantly. When the values also trend *within* the two sides (a drift or a random walk),
+   the step must stand out beyond that trend (ranks regressed on time and the step).
 4. **Binary segmentation, then pruning.** Accepted splits are searched again on both sides; then
    each change point is re-scanned between its neighbours (which refines its location) and the
    weakest is dropped until every one is significant on its own.
+
+A **bit-constant** series (most nights repeat the night before exactly, like peak memory) has
+no noise to rank against: every value that persists ``min_segment`` nights is a level, and a
+level that differs from the one before is a change point (``changepoint_constant.py``). The
+arithmetic is numpy, in ``changepoint_scan.py``.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracker.analysis.stats import compute_median, compute_ranks, mann_whitney
+import numpy as np
+
+from tracker.analysis.changepoint_constant import detect_constant_steps, is_bit_constant
+from tracker.analysis.changepoint_scan import (
+    Array,
+    Split,
+    compute_prefix_deviations,
+    compute_scan_p_value,
+    compute_step_beyond_trend_z,
+    compute_trend_z,
+    locate_split,
+    rank_sum_p_value,
+    refine_split,
+    scan_segment,
+)
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_MIN_REL_CHANGE",
+    "DEFAULT_MIN_SEGMENT",
+    "ChangePoint",
+    "compute_prefix_deviations",
+    "compute_scan_p_value",
+    "detect_change_points",
+    "locate_split",
+    "scan_segment",
+]
 
 DEFAULT_MIN_SEGMENT = 5
 DEFAULT_ALPHA = 0.005
 DEFAULT_MIN_REL_CHANGE = 0.01
 LOCAL_WIDTH = 10  # nights on each side of a split that must show the jump
 LOCAL_ALPHA = 0.05  # ... significantly (rank-sum test of those nights alone)
+TREND_Z = 2.5  # within-side trend this strong (standardized) means the series drifts ...
+STEP_BEYOND_TREND_Z = 2.0  # ... and then the step must stand out of the trend this much
+REFINE = False
+LOCATION_QUANTILE = 0.35  # of a lower-is-better side, for the location fit (0.65 if higher)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,135 +81,61 @@ class ChangePoint:
     p_value: float  # of the split between its neighbouring change points
 
 
-@dataclass(frozen=True, slots=True)
-class _Split:
-    index: int  # relative to the start of the scanned segment
-    z: float
-    p_value: float
-
-
-def _overshoot(x: float) -> float:
-    """Siegmund's correction for a maximum taken over discrete steps (nu(x), x > 0)."""
-    half = x / 2.0
-    cdf = 0.5 * math.erfc(-half / math.sqrt(2.0))
-    density = math.exp(-0.5 * half * half) / math.sqrt(2.0 * math.pi)
-    return (2.0 / x) * (cdf - 0.5) / (half * cdf + density)
-
-
-def compute_scan_p_value(z_max: float, n: int, min_segment: int) -> float:
-    """Approximate P(max_k |Z_k| >= z_max) over the splits of ``n`` exchangeable values."""
-    if z_max <= 0.0:
-        return 1.0
-    density = math.exp(-0.5 * z_max * z_max) / math.sqrt(2.0 * math.pi)
-    total = 0.0
-    for k in range(min_segment, n - min_segment + 1):
-        weight = n / (k * (n - k))
-        total += _overshoot(z_max * math.sqrt(weight)) * weight
-    tail = math.erfc(z_max / math.sqrt(2.0))  # the single-split two-sided p as a floor
-    return min(1.0, max(tail, z_max * density * total))
-
-
-def scan_segment(values: Sequence[float], min_segment: int) -> _Split | None:
-    """The split with the largest standardized rank-sum statistic, and its scan p-value."""
-    n = len(values)
-    if n < 2 * min_segment:
-        return None
-    ranks, ties = compute_ranks(values)
-    spread = (n + 1) - ties / (n * (n - 1))
-    if spread <= 0.0:
-        return None  # every value is equal
-    best: _Split | None = None
-    total = sum(ranks[:min_segment - 1])
-    for k in range(min_segment, n - min_segment + 1):
-        total += ranks[k - 1]  # rank sum of values[:k]
-        after = (n * (n + 1) / 2.0 - total) - (n - k) * (n + 1) / 2.0
-        z = after / math.sqrt(k * (n - k) * spread / 12.0)
-        if best is None or abs(z) > abs(best.z):
-            best = _Split(k, z, 0.0)
-    if best is None:
-        return None
-    return _Split(best.index, best.z, compute_scan_p_value(abs(best.z), n, min_segment))
-
-
 def _relative(before: float, after: float) -> float | None:
     return None if before == 0.0 else after / before - 1.0
 
 
-def compute_prefix_deviations(values: Sequence[float]) -> list[float]:
-    """``out[k]``: the sum of |v - median| over ``values[:k]``, for every k, in O(n log n)
-    (two heaps hold the lower and upper halves)."""
-    lower: list[float] = []  # max-heap of the lower half, negated
-    upper: list[float] = []
-    lower_sum = upper_sum = 0.0
-    out = [0.0]
-    for value in values:
-        if not lower or value <= -lower[0]:
-            heapq.heappush(lower, -value)
-            lower_sum += value
-        else:
-            heapq.heappush(upper, value)
-            upper_sum += value
-        if len(lower) > len(upper) + 1:
-            moved = -heapq.heappop(lower)
-            lower_sum -= moved
-            heapq.heappush(upper, moved)
-            upper_sum += moved
-        elif len(upper) > len(lower):
-            moved = heapq.heappop(upper)
-            upper_sum -= moved
-            heapq.heappush(lower, -moved)
-            lower_sum += moved
-        middle = -lower[0]
-        out.append((middle * len(lower) - lower_sum) + (upper_sum - middle * len(upper)))
-    return out
+def _stands_out_of_trend(values: Array, index: int, direction: float) -> bool:
+    """No drift within the sides, or a step beyond it in the same direction."""
+    if abs(compute_trend_z(values, index)) < TREND_Z:
+        return True
+    return compute_step_beyond_trend_z(values, index) * direction >= STEP_BEYOND_TREND_Z
 
 
-def locate_split(values: Sequence[float], near: int, min_segment: int) -> int:
-    """The split where two flat levels fit best: least absolute deviation from each side's
-    median (ties go to the split nearest ``near``). The rank scan finds *that* there is a
-    change; with a large step its maximum drifts toward the middle of the segment, so the
-    location comes from this L1 fit."""
-    before = compute_prefix_deviations(values)
-    after = compute_prefix_deviations(values[::-1])[::-1]
-    candidates = range(min_segment, len(values) - min_segment + 1)
-    return min(candidates, key=lambda k: (before[k] + after[k], abs(k - near)))
-
-
-def _is_step(values: Sequence[float], index: int, min_rel_change: float) -> bool:
+def _is_step(values: Array, index: int, min_rel_change: float) -> bool:
     """Large enough, and a jump: the nights right around the split differ by at least half as
     much as the two sides' medians do (a slow drift splits into two medians that differ, but
-    its neighbouring nights do not)."""
-    before, after = compute_median(values[:index]), compute_median(values[index:])
+    its neighbouring nights do not), and the step is more than a trend within the sides."""
+    before, after = float(np.median(values[:index])), float(np.median(values[index:]))
     change = _relative(before, after)
     if change is not None and abs(change) < min_rel_change:
         return False
     width = min(LOCAL_WIDTH, index, len(values) - index)
     nearby_before, nearby_after = values[index - width:index], values[index:index + width]
-    local = compute_median(nearby_after) - compute_median(nearby_before)
+    local = float(np.median(nearby_after) - np.median(nearby_before))
     if local * (after - before) <= 0.0 or abs(local) < 0.5 * abs(after - before):
         return False
-    return mann_whitney(nearby_before, nearby_after).p_value < LOCAL_ALPHA
+    if rank_sum_p_value(nearby_before, nearby_after) >= LOCAL_ALPHA:
+        return False
+    return _stands_out_of_trend(values, index, math.copysign(1.0, after - before))
 
 
-def _accepted_index(values: Sequence[float], split: _Split | None, alpha: float,
-                    min_rel_change: float, min_segment: int) -> int | None:
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    min_segment: int
+    alpha: float
+    min_rel_change: float
+    quantile: float  # of each side, for the location fit
+
+
+def _accepted_index(values: Array, split: Split | None, settings: _Settings) -> int | None:
     """Where the change is, when the split is significant and a step; otherwise None."""
-    if split is None or split.p_value >= alpha:
+    if split is None or split.p_value >= settings.alpha:
         return None
-    index = locate_split(values, split.index, min_segment)
-    return index if _is_step(values, index, min_rel_change) else None
+    index = locate_split(values, split.index, settings.min_segment, settings.quantile)
+    if REFINE:
+        index = refine_split(values, index, settings.min_segment)
+    return index if _is_step(values, index, settings.min_rel_change) else None
 
 
-def _segment(values: Sequence[float], min_segment: int, alpha: float,
-             min_rel_change: float) -> list[int]:
+def _segment(values: Array, settings: _Settings) -> list[int]:
     """Binary segmentation: indices (into ``values``) of every accepted split."""
     found: list[int] = []
     pending = [(0, len(values))]
     while pending:
         start, end = pending.pop()
         part = values[start:end]
-        index = _accepted_index(part, scan_segment(part, min_segment), alpha, min_rel_change,
-                                min_segment)
+        index = _accepted_index(part, scan_segment(part, settings.min_segment), settings)
         if index is None:
             continue
         found.append(start + index)
@@ -183,22 +143,21 @@ def _segment(values: Sequence[float], min_segment: int, alpha: float,
     return sorted(found)
 
 
-def _prune(values: Sequence[float], points: list[int], min_segment: int, alpha: float,
-           min_rel_change: float) -> list[tuple[int, float]]:
+def _prune(values: Array, points: list[int], settings: _Settings) -> list[tuple[int, float]]:
     """Re-scan each point between its neighbours; drop the weakest until all hold."""
     while True:
         bounds = [0, *points, len(values)]
         checked: list[tuple[int, float]] = []
         for i, point in enumerate(points):
             part = values[bounds[i]:bounds[i + 2]]
-            split = scan_segment(part, min_segment)
-            index = _accepted_index(part, split, alpha, min_rel_change, min_segment)
+            split = scan_segment(part, settings.min_segment)
+            index = _accepted_index(part, split, settings)
             if split is None or index is None:
                 checked.append((point, 1.0))
             else:
                 checked.append((bounds[i] + index, split.p_value))
         weakest = max(range(len(checked)), key=lambda i: checked[i][1], default=None)
-        if weakest is None or checked[weakest][1] < alpha:
+        if weakest is None or checked[weakest][1] < settings.alpha:
             return _deduplicate(checked)
         points = [p for i, p in enumerate(points) if i != weakest]
 
@@ -210,28 +169,50 @@ def _deduplicate(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return sorted(best.items())
 
 
+def _constant_points(series: Array, min_segment: int,
+                     min_rel_change: float) -> list[tuple[int, float]]:
+    """The levels of a bit-constant series, each with the rank-sum p of its two sides."""
+    found = detect_constant_steps(series, min_segment)
+    bounds = [0, *found, len(series)]
+    points: list[tuple[int, float]] = []
+    for i, index in enumerate(found):
+        before, after = series[bounds[i]:index], series[index:bounds[i + 2]]
+        change = _relative(float(np.median(before)), float(np.median(after)))
+        if change is None or abs(change) >= min_rel_change:
+            points.append((index, rank_sum_p_value(before, after)))
+    return points
+
+
 def detect_change_points(
     values: Sequence[float | None],
     *,
     min_segment: int = DEFAULT_MIN_SEGMENT,
     alpha: float = DEFAULT_ALPHA,
     min_rel_change: float = DEFAULT_MIN_REL_CHANGE,
+    lower_is_better: bool | None = None,
 ) -> list[ChangePoint]:
     """Change points of a whole history, oldest first. ``None`` (not measured) is skipped;
-    indices refer to positions in ``values``."""
+    indices refer to positions in ``values``. ``lower_is_better`` (the metric's direction, when
+    known) is accepted for callers that have it; the detector treats both directions alike."""
     if min_segment < 2:
         raise ValueError(f"min_segment must be >= 2 (got {min_segment})")
     positions = [i for i, v in enumerate(values) if v is not None]
-    series = [float(v) for v in values if v is not None]
-    if any(not math.isfinite(v) for v in series):
+    series = np.array([float(v) for v in values if v is not None], dtype=np.float64)
+    if not np.all(np.isfinite(series)):
         raise ValueError("values must be finite numbers or None")
-    found = _segment(series, min_segment, alpha, min_rel_change)
-    points = _prune(series, found, min_segment, alpha, min_rel_change) if found else []
+    if is_bit_constant(series):
+        points = _constant_points(series, min_segment, min_rel_change)
+    else:
+        quantile = 0.5 if lower_is_better is None else \
+            (LOCATION_QUANTILE if lower_is_better else 1.0 - LOCATION_QUANTILE)
+        settings = _Settings(min_segment, alpha, min_rel_change, quantile)
+        found = _segment(series, settings)
+        points = _prune(series, found, settings) if found else []
     bounds = [0, *(index for index, _ in points), len(series)]
     result: list[ChangePoint] = []
     for i, (index, p_value) in enumerate(points):
-        before = compute_median(series[bounds[i]:index])
-        after = compute_median(series[index:bounds[i + 2]])
+        before = float(np.median(series[bounds[i]:index]))
+        after = float(np.median(series[index:bounds[i + 2]]))
         result.append(ChangePoint(positions[index], before, after, _relative(before, after),
                                   p_value))
     return result

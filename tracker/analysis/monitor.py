@@ -39,6 +39,7 @@ class ChangeMonitor:
         min_rel_change: float = DEFAULT_MIN_REL_CHANGE,
         tolerance: int = DEFAULT_TOLERANCE,
         confirm: int = DEFAULT_CONFIRM,
+        lower_is_better: bool | None = None,
     ) -> None:
         if window < 2 * min_segment:
             raise ValueError(f"window must be >= 2 * min_segment = {2 * min_segment} "
