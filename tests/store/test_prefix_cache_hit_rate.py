@@ -85,6 +85,10 @@ def test_cached_tokens_round_trip_and_none_stays_none(store: Engine) -> None:
         (chat,) = fetch_run(session, run_id).workloads
     assert chat.records == records
     assert [r.cached_input_tokens for r in chat.records] == [0, 256, None, 384]
+    with Session(store) as session:
+        requests = queries.fetch_run_detail(session, run_id).requests
+    assert requests["cached_input_tokens"].tolist()[:2] == [0, 256]
+    assert requests["cached_input_tokens"].isna().tolist() == [False, False, True, False]
 
 
 def test_the_requests_hit_rate_is_stored_when_the_server_gave_none(store: Engine) -> None:

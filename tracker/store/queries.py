@@ -248,11 +248,11 @@ def workloads_frame(run: RunResult) -> pd.DataFrame:
 
 def requests_frame(run: RunResult) -> pd.DataFrame:
     columns = ("workload", "index", "start_s", "ttft_s", "tpot_s", "e2el_s", "output_tokens",
-               "input_tokens", "error_class", "error")
+               "input_tokens", "cached_input_tokens", "error_class", "error")
     rows = [
         (workload.name, record.index, record.start_s, record.ttft_s, record.tpot_s,
-         record.e2el_s, record.output_tokens, record.input_tokens, record.error_class,
-         record.error)
+         record.e2el_s, record.output_tokens, record.input_tokens, record.cached_input_tokens,
+         record.error_class, record.error)
         for workload in run.workloads
         for record in workload.records
     ]
