@@ -75,3 +75,19 @@ def test_bad_settings_and_values_are_refused() -> None:
         ChangeMonitor(confirm=0)
     with pytest.raises(ValueError, match="finite"):
         ChangeMonitor().observe(float("inf"))
+
+
+def test_a_constant_memory_step_is_alerted_within_a_week_and_a_blip_never() -> None:
+    gib = 2.0**30
+    values = [40.0 * gib] * 100 + [41.0 * gib] * 30
+    values[50] = 44.0 * gib  # one night on a different allocator path
+    alerts = _feed(ChangeMonitor(lower_is_better=True), values)
+    assert [(p.index, p.after) for _, p in alerts] == [(100, 41.0 * gib)]
+    assert 100 <= alerts[0][0] <= 107
+
+
+def test_a_bimodal_quiet_series_raises_no_alert() -> None:
+    rng = random.Random(31)
+    values = [100.0 * (1.06 if rng.random() < 0.3 else 1.0) * (1.0 + rng.gauss(0.0, 0.015))
+              for _ in range(160)]
+    assert _feed(ChangeMonitor(lower_is_better=True), values) == []

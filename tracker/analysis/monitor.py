@@ -53,6 +53,7 @@ class ChangeMonitor:
         self.min_rel_change = min_rel_change
         self.tolerance = tolerance
         self.confirm = confirm
+        self.lower_is_better = lower_is_better
         self._values: list[float | None] = []
         self._alerted: list[ChangePoint] = []
 
@@ -75,7 +76,8 @@ class ChangeMonitor:
         self._values.append(value)
         start = max(0, len(self._values) - self.window)
         found = detect_change_points(self._values[start:], min_segment=self.min_segment,
-                                     alpha=self.alpha, min_rel_change=self.min_rel_change)
+                                     alpha=self.alpha, min_rel_change=self.min_rel_change,
+                                     lower_is_better=self.lower_is_better)
         new: list[ChangePoint] = []
         for position, point in enumerate(found):
             located = replace(point, index=point.index + start)
