@@ -110,7 +110,7 @@ def test_repeated_runs_count_run_to_run_drift_as_noise() -> None:
     assert by_run.method.startswith("t-test over runs")
 
 
-def test_the_bootstrap_is_reproducible_with_a_seed() -> None:
+def test_a_p99_verdict_is_reproducible() -> None:
     base, head = _latencies(1, 600, sigma=0.3), _latencies(2, 600, sigma=0.3)
     first = compare_samples(base, head, TTFT, statistic="p99", seed=3)
     again = compare_samples(base, head, TTFT, statistic="p99", seed=3)

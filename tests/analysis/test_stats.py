@@ -1,22 +1,25 @@
-"""Rank tests, Hodges-Lehmann, quantiles, Student's t and the bootstrap on literal inputs."""
+"""Rank tests, Hodges-Lehmann, the score test, Harrell-Davis and Student's t on literal, seeded inputs."""
 
 from __future__ import annotations
 
 import math
 import random
-import statistics
 
+import numpy as np
 import pytest
 
 from tracker.analysis.stats import (
-    bootstrap_upper_quantile,
     compute_mad,
     compute_quantile,
     compute_ranks,
-    draw_binomial,
     hodges_lehmann,
     mann_whitney,
+    mean_ratio_test,
+    quantile_shift_test,
+    rank_test_one_sided,
+    score_rank_test,
     select_pairwise_difference,
+    student_t_one_sided,
     student_t_ppf,
     student_t_two_sided_p,
 )
@@ -87,18 +90,82 @@ def test_student_t_matches_table_values() -> None:
     assert student_t_two_sided_p(0.0, 7) == pytest.approx(1.0)
 
 
-def test_binomial_draws_have_the_binomial_mean_and_variance() -> None:
-    rng = random.Random(2)
-    draws = [draw_binomial(400, 0.05, rng) for _ in range(20000)]
-    assert statistics.fmean(draws) == pytest.approx(20.0, rel=0.02)
-    assert statistics.pvariance(draws) == pytest.approx(19.0, rel=0.06)
+def test_student_t_one_sided_halves_the_two_sided_p() -> None:
+    up, down = student_t_one_sided(2.228, 10)
+    assert up == pytest.approx(0.025, abs=5e-4)
+    assert up + down == pytest.approx(1.0)
 
 
-def test_fast_quantile_bootstrap_matches_the_plain_bootstrap() -> None:
-    rng = random.Random(3)
-    values = sorted(rng.lognormvariate(0.0, 0.5) for _ in range(600))
-    fast = bootstrap_upper_quantile(values, 0.99, random.Random(5), 3000)
-    plain = [compute_quantile(sorted(rng.choices(values, k=len(values))), 0.99)
-             for _ in range(3000)]
-    assert statistics.fmean(fast) == pytest.approx(statistics.fmean(plain), rel=0.01)
-    assert statistics.stdev(fast) == pytest.approx(statistics.stdev(plain), rel=0.1)
+def test_one_sided_rank_test_points_the_right_way() -> None:
+    up, down = rank_test_one_sided([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert up == pytest.approx(0.01219 / 2.0, abs=1e-4)  # half the textbook two-sided p
+    assert down > 0.99
+    assert rank_test_one_sided([3.0] * 10, [3.0] * 12) == (1.0, 1.0)
+
+
+def _mixture(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Cache hits at 0.35x beside misses: a bimodal latency, where ranks lose power."""
+    values = np.exp(0.3 * rng.standard_normal(n))
+    values[rng.random(n) < 0.3] *= 0.35
+    return values
+
+
+def test_the_score_test_recovers_a_shift_of_a_bimodal_sample() -> None:
+    rng = np.random.default_rng(12)
+    x, y = np.log(_mixture(rng, 3000)), np.log(_mixture(rng, 3000)) + 0.05
+    test = score_rank_test(x, y, 0.95)
+    assert test.shift == pytest.approx(0.05, abs=0.015)
+    assert test.low < 0.05 < test.high
+    assert test.p_up < 1e-4 and test.p_down > 0.999
+
+
+def test_the_score_test_recovers_a_large_shift_too() -> None:
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal(1000) * 0.1
+    test = score_rank_test(x, rng.standard_normal(1000) * 0.1 + 0.4, 0.95)
+    assert test.shift == pytest.approx(0.4, abs=0.02)
+
+
+def test_the_score_test_is_more_powerful_than_mann_whitney_on_bimodal_latencies() -> None:
+    rng = np.random.default_rng(14)
+    hits = [0, 0]
+    for _ in range(60):
+        x, y = np.log(_mixture(rng, 1000)), np.log(_mixture(rng, 1000)) + math.log(1.05)
+        hits[0] += score_rank_test(x, y, 0.95).p_up < 0.05
+        hits[1] += rank_test_one_sided(x, y)[0] < 0.05
+    assert hits[0] > hits[1] + 6
+
+
+def test_the_score_test_holds_its_level_on_identical_samples() -> None:
+    rng = np.random.default_rng(15)
+    flagged = sum(score_rank_test(np.log(_mixture(rng, 500)), np.log(_mixture(rng, 500)),
+                                  0.95).p_up < 0.05 for _ in range(300))
+    assert flagged <= 27  # 5 % of 300 is 15; 27 is beyond its 99.9 % binomial range
+
+
+def test_small_samples_get_mann_whitney_and_hodges_lehmann() -> None:
+    x, y = [1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]
+    test = score_rank_test(x, y, 0.95)
+    assert test.shift == pytest.approx(5.0)
+    assert test.p_up == pytest.approx(rank_test_one_sided(x, y)[0])
+
+
+def test_harrell_davis_sees_a_moved_p99_and_not_a_moved_median() -> None:
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal(5000)
+    y = rng.standard_normal(5000)
+    y = np.where(y > 1.6, y + 0.4, y)  # only the top 5 % moves
+    tail = quantile_shift_test(x, y, 0.99, 0.95)
+    assert tail.shift == pytest.approx(0.4, abs=0.15)
+    assert tail.p_up < 0.01
+    assert quantile_shift_test(x, y, 0.5, 0.95).p_up > 0.01
+
+
+def test_means_compare_as_a_ratio_on_the_log_scale() -> None:
+    rng = np.random.default_rng(17)
+    x = rng.exponential(1.0, 20000)
+    test = mean_ratio_test(x, rng.exponential(1.2, 20000), 0.95, log=True)
+    assert test.shift == pytest.approx(math.log(1.2), abs=0.03)
+    assert test.p_up < 1e-6
+    plain = mean_ratio_test([1.0, 2.0, 3.0], [2.0, 3.0, 4.0], 0.95, log=False)
+    assert plain.shift == pytest.approx(1.0)
