@@ -1,0 +1,134 @@
+"""The sequential gate: looking after every round keeps the false alarms under alpha, a clear
+regression stops it early, a clear no-change stops it too, and what it cannot judge never
+holds it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tracker.analysis import Outcome
+from tracker.analysis.sequential import (
+    RowStatus,
+    SequentialGate,
+    SequentialRow,
+    compute_holm,
+    compute_log_statistic,
+)
+
+MEDIAN = SequentialRow("chat/ttft_median_s", "median", lower_is_better=True, min_effect=0.02)
+THROUGHPUT = SequentialRow("chat/request_throughput_per_s", "mean", lower_is_better=False,
+                           min_effect=0.02)
+
+
+def _round(rng: np.random.Generator, effect: float, *, sigma: float = 0.5, n: int = 200,
+           drift: float = 0.01) -> dict[str, tuple[list[float], list[float]]]:
+    """One round: a base and a head run, each with its own run-level drift."""
+    base_factor, head_factor = np.exp(drift * rng.standard_normal(2))
+    base = 0.08 * base_factor * np.exp(sigma * rng.standard_normal(n))
+    head = 0.08 * head_factor * (1.0 + effect) * np.exp(sigma * rng.standard_normal(n))
+    speed = 10.0 * np.exp(drift * rng.standard_normal(2))
+    return {MEDIAN.key: (base.tolist(), head.tolist()),
+            THROUGHPUT.key: ([float(speed[0])], [float(speed[1]) / (1.0 + effect)])}
+
+
+def _play(seed: int, effect: float, max_rounds: int = 8) -> tuple[bool, int]:
+    rng = np.random.default_rng(seed)
+    gate = SequentialGate([MEDIAN, THROUGHPUT], alpha=0.05, max_rounds=max_rounds)
+    for _ in range(max_rounds):
+        state = gate.observe(_round(rng, effect))
+        if state.decided:
+            break
+    return bool(state.regressed), state.rounds
+
+
+def test_looking_after_every_round_keeps_the_gate_false_alarm_rate_under_alpha() -> None:
+    trials = 300
+    flagged = sum(_play(seed, 0.0)[0] for seed in range(trials))
+    assert flagged / trials <= 0.05
+
+
+def test_a_clear_30_percent_regression_stops_the_gate_early() -> None:
+    played = [_play(seed, 0.30) for seed in range(40)]
+    assert all(regressed for regressed, _ in played)
+    assert np.mean([rounds for _, rounds in played]) <= 2.5
+    assert max(rounds for _, rounds in played) < 8
+
+
+def test_a_quiet_no_change_is_decided_before_the_last_round() -> None:
+    rng = np.random.default_rng(3)
+    gate = SequentialGate([MEDIAN, THROUGHPUT], max_rounds=8)
+    for _ in range(8):
+        state = gate.observe(_round(rng, 0.0, sigma=0.05, drift=0.002))
+        if state.decided:
+            break
+    assert state.decided and state.rounds < 8 and state.regressed == ()
+    assert all(row.status is RowStatus.NO_REGRESSION for row in state.rows)
+    assert all(row.verdict.outcome is Outcome.NO_CHANGE for row in state.rows)
+    assert state.stop_reason == f"decided after {state.rounds} of 8 rounds"
+
+
+def test_the_verdict_names_the_change_its_interval_and_the_rounds() -> None:
+    rng = np.random.default_rng(11)
+    gate = SequentialGate([MEDIAN], max_rounds=4)
+    state = gate.observe(_round(rng, 0.5))
+    row = state.rows[0]
+    assert state.decided and state.regressed == (MEDIAN.key,) and state.rounds == 1
+    verdict = row.verdict
+    assert verdict.regressed and verdict.rel_change is not None and verdict.ci is not None
+    assert verdict.ci[0] > 0.0 and verdict.ci[0] < verdict.rel_change < verdict.ci[1]
+    assert verdict.ci[0] < 0.5 < verdict.ci[1]  # the true change
+    assert verdict.p_value is not None and verdict.p_value < 0.05
+    assert (verdict.base_runs, verdict.head_runs, verdict.base_count) == (1, 1, 200)
+    assert "round 1" in verdict.reason
+
+
+def test_an_improvement_is_no_regression_and_said_so() -> None:
+    rng = np.random.default_rng(5)
+    gate = SequentialGate([MEDIAN], max_rounds=4)
+    state = gate.observe(_round(rng, -0.4))
+    assert state.decided and state.regressed == ()
+    assert state.rows[0].verdict.outcome is Outcome.IMPROVEMENT
+
+
+def test_a_p99_of_small_runs_is_never_judged_and_does_not_hold_the_gate() -> None:
+    p99 = SequentialRow("chat/ttft_p99_s", "p99", lower_is_better=True, min_effect=0.05)
+    gate = SequentialGate([MEDIAN, p99], max_rounds=4)
+    rng = np.random.default_rng(2)
+    values = _round(rng, 0.5, sigma=0.2, n=60)[MEDIAN.key]
+    state = gate.observe({MEDIAN.key: values, p99.key: values})
+    assert state.decided and state.regressed == (MEDIAN.key,)
+    unjudged = state.rows[1]
+    assert unjudged.status is RowStatus.UNDECIDED
+    assert unjudged.verdict.outcome is Outcome.INCONCLUSIVE and unjudged.verdict.p_value is None
+    assert unjudged.verdict.reason == "inconclusive: p99 needs >= 200 values per run (got 60)"
+
+
+def test_max_rounds_undecided_is_inconclusive_and_no_more_rounds_are_taken() -> None:
+    gate = SequentialGate([THROUGHPUT], max_rounds=2)
+    for base, head in ((10.0, 9.9), (10.0, 10.1)):
+        state = gate.observe({THROUGHPUT.key: ([base], [head])})
+    assert not state.decided and state.stop_reason == "max rounds reached (2)"
+    assert state.rows[0].verdict.outcome is Outcome.INCONCLUSIVE
+    with pytest.raises(ValueError, match="all 2 rounds were observed already"):
+        gate.observe({THROUGHPUT.key: ([10.0], [10.0])})
+
+
+def test_holm_rejects_step_down_on_literal_p_values() -> None:
+    assert compute_holm([0.01, 0.04, 0.03, 0.2], 0.05) == [True, False, False, False]
+    assert compute_holm([0.01, 0.02, 0.5], 0.06) == [True, True, False]
+    assert compute_holm([], 0.05) == []
+
+
+def test_the_log_statistic_of_a_run() -> None:
+    assert compute_log_statistic([4.0], "mean") == (math.log(4.0), 0.0)
+    point, variance = compute_log_statistic([1.0, 2.0, 3.0, 4.0], "mean")  # type: ignore[misc]
+    assert point == pytest.approx(math.log(2.5))
+    assert variance == pytest.approx((5.0 / 3.0) / 4 / 2.5**2)
+    assert compute_log_statistic([0.0, 1.0], "mean") == "values must be finite and > 0 for a ratio"
+    median, spread = compute_log_statistic(list(np.linspace(1.0, 2.0, 101)), "median")  # type: ignore[misc]
+    # uniform on [1, 2]: the median's standard error is 1 / (2 f sqrt(n)), over 1.5 in log
+    assert median == pytest.approx(math.log(1.5))
+    assert math.sqrt(spread) == pytest.approx(1.0 / (2.0 * math.sqrt(101)) / 1.5, rel=0.2)
