@@ -8,7 +8,7 @@ from tracker.dashboard.trendview import choose_selection, detect_changes, versio
 
 url = ui.page_start("Trends", "Any metric over time; hover a diamond for the config diff.")
 options = data.load_trend_options(url)
-selection, show_band = choose_selection(options)
+selection, show_band = choose_selection(url, options)
 if not selection.configs or not selection.suites:
     st.info("Choose at least one config and one suite.")
     st.stop()

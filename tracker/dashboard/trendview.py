@@ -55,7 +55,21 @@ def _metric_controls(default_metric: str, metrics: tuple[str, ...]) -> str:
     return f"{family}_{stat}_s"
 
 
-def choose_selection(options: TrendOptions) -> tuple[data.TrendSelection, bool]:
+def workload_names(url: str, options: TrendOptions, metric: str, configs: tuple[str, ...],
+                   suites: tuple[str, ...]) -> list[str]:
+    """The workloads to choose from: every name stored with ``metric`` for these configs and
+    suites, in run order (so the results a workload's run adds -- a session's ``chat/turn-1``
+    and ``chat/turns-2+``, a stage's ``chat@c4`` -- follow it), then the suites' own workloads
+    never measured. (The suite definitions alone name only ``chat``.)"""
+    defined = [w for s in suites for w in options.workloads.get(s, ())]
+    measured: list[str] = []
+    if configs and suites:  # the query the chart makes for every workload: cached once
+        trend = data.load_trend(url, data.TrendSelection(metric, configs, suites, None))
+        measured = [str(name) for name in trend["workload"]] if not trend.empty else []
+    return list(dict.fromkeys([*measured, *defined]))
+
+
+def choose_selection(url: str, options: TrendOptions) -> tuple[data.TrendSelection, bool]:
     """Draw the controls; the selection they describe and whether to draw the noise band."""
     default = data.default_trend_selection(options)
     metric = _metric_controls(default.metric, options.metrics)
@@ -64,7 +78,7 @@ def choose_selection(options: TrendOptions) -> tuple[data.TrendSelection, bool]:
                                format_func=ui.plain_text, key="trend_configs")
     suites = middle.multiselect("Suites", options.suites, default=list(default.suites),
                                 format_func=ui.plain_text, key="trend_suites")
-    names = list(dict.fromkeys(w for s in suites for w in options.workloads.get(s, ())))
+    names = workload_names(url, options, metric, tuple(configs), tuple(suites))
     workloads = right.multiselect("Workloads", names, default=names, format_func=ui.plain_text,
                                   placeholder="every workload", key="trend_workloads")
     left, right = st.columns([1, 2])
