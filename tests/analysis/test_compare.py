@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from tracker.analysis import Outcome, compare_samples
@@ -147,3 +148,54 @@ def test_the_statistic_defaults_to_the_metrics_own() -> None:
     assert compare_samples([[1.0], [2.0]], [[1.0], [2.0]], THROUGHPUT).statistic == "mean"
     with pytest.raises(ValueError, match="statistic must be one of"):
         compare_samples(base, head, REGISTRY["ttft_std_s"])  # a spread is not compared
+
+
+def _lognormal_runs(rng: np.random.Generator, n: int, scale: float = 1.0) -> list[float]:
+    return (0.08 * scale * np.exp(0.5 * rng.standard_normal(n))).tolist()
+
+
+def test_a_five_percent_median_shift_of_1000_requests_is_flagged_most_of_the_time() -> None:
+    # the best possible test flags it 70 % of the time at sigma 0.5 (bench/gate_calibration.py)
+    rng = np.random.default_rng(2026)
+    flagged = [compare_samples(_lognormal_runs(rng, 1000), _lognormal_runs(rng, 1000, 1.05),
+                               TTFT) for _ in range(40)]
+    assert sum(v.regressed for v in flagged) >= 20  # expected 27; 20 is 2.5 sd below
+    assert all(v.method.startswith("efficient-score rank test") for v in flagged)
+
+
+def test_identical_seeded_sides_pass() -> None:
+    rng = np.random.default_rng(7)
+    verdicts = [compare_samples(_lognormal_runs(rng, 1000), _lognormal_runs(rng, 1000), metric)
+                for _ in range(40) for metric in (TTFT, REGISTRY["ttft_p99_s"])]
+    assert sum(v.regressed for v in verdicts) <= 9  # 5 % of 80 is 4; 9 is beyond 2.5 sd
+
+
+def test_a_p99_only_regression_is_caught_by_the_tail_test_not_by_the_median() -> None:
+    rng = np.random.default_rng(11)
+    base, head = np.array(_lognormal_runs(rng, 5000)), np.array(_lognormal_runs(rng, 5000))
+    cut = np.quantile(base, 0.97)
+    head = np.where(head <= cut, head, cut + (head - cut) * 1.6)  # the slowest 3 % only
+    tail = compare_samples(base.tolist(), head.tolist(), REGISTRY["ttft_p99_s"])
+    assert tail.regressed and tail.method.startswith("harrell-davis")
+    assert tail.rel_change is not None and 0.1 < tail.rel_change < 0.4
+    median = compare_samples(base.tolist(), head.tolist(), TTFT)
+    assert not median.regressed
+
+
+def test_a_throughput_is_judged_in_its_higher_is_better_direction() -> None:
+    base = [[100.0], [101.0], [99.0], [100.5]]
+    lower = compare_samples(base, [[95.0], [96.0], [94.5], [95.5]], THROUGHPUT)
+    higher = compare_samples(base, [[105.0], [106.0], [104.5], [105.5]], THROUGHPUT)
+    assert lower.regressed and not lower.lower_is_better
+    assert lower.p_value is not None and lower.p_value < 0.001  # p of "head is worse": lower
+    assert higher.improved
+    assert higher.p_value is not None and higher.p_value > 0.999
+
+
+def test_the_interval_ends_are_one_sided_bounds_consistent_with_the_test() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        verdict = compare_samples(_lognormal_runs(rng, 1000), _lognormal_runs(rng, 1000, 1.03),
+                                  TTFT)
+        assert verdict.ci is not None and verdict.p_value is not None
+        assert (verdict.ci[0] > 0.0) == (verdict.p_value < 0.05)

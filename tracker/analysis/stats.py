@@ -271,7 +271,8 @@ def score_rank_test(x: Sequence[float], y: Sequence[float], confidence: float) -
     distribution, while its power approaches the best test for that density's shape (on
     bimodal latencies, cache hits beside misses, far above Mann-Whitney's). The shift is the
     one-step estimate from the difference of the medians (scores refitted with ``y`` moved
-    back by it), its interval that estimate's normal interval. The scores are local: a shift
+    back by it), its interval the test inverted at that estimate (an end excludes 0 exactly
+    when the one-sided test at ``confidence`` does). The scores are local: a shift
     of more than ``LOCAL_SHIFT`` times the spread (never seen without a difference: several
     standard errors even at 200 values) and samples smaller than ``SCORE_TEST_MIN_SAMPLES``
     per side get Mann-Whitney and Hodges-Lehmann instead."""
@@ -291,8 +292,12 @@ def score_rank_test(x: Sequence[float], y: Sequence[float], confidence: float) -
     moved, moved_se, slope = _score_difference(aligned, xs, ys - start)
     if se == 0.0 or moved_se == 0.0 or slope <= 0.0:
         return rank_shift_test(x, y, confidence)
-    shift, half = start + moved / slope, normal_ppf(confidence) * moved_se / slope
-    return ShiftTest(shift, shift - half, shift + half, *_one_sided(difference / se),
+    shift, z = start + moved / slope, difference / se
+    # the test-based error (Miettinen): the interval excludes 0 exactly when the test rejects;
+    # the estimate's own error where shift and z are too near 0 to divide
+    shift_se = shift / z if shift * z > 0.0 and abs(z) >= 0.5 else moved_se / slope
+    half = normal_ppf(confidence) * shift_se
+    return ShiftTest(shift, shift - half, shift + half, *_one_sided(z),
                      "efficient-score rank test")
 
 
