@@ -241,6 +241,27 @@ def _fractions(tallies: dict[str, list[int]]) -> str:
                      for name, (hit, total) in tallies.items())
 
 
+def _detectable(changed: Sequence[Case], after_nights: int | None) -> str:
+    """Share of steps whose shift, over the noise sd the generator used, reaches z >= 3 over
+    its neighbouring segments (or over the first ``after_nights`` nights after it): what any
+    detector could hope to find. Only fleet histories know their noise sd."""
+    hits = total = 0
+    for case in changed:
+        if not isinstance(case, FleetHistory):
+            return "-"
+        bounds = [0, *case.steps, len(case.values)]
+        for i, (step, size) in enumerate(zip(case.steps, case.step_sizes, strict=True)):
+            before = step - bounds[i]
+            after = bounds[i + 2] - step if after_nights is None else after_nights
+            if case.noise_sd == 0.0:
+                hits += 1
+            else:
+                spread = case.noise_sd * math.sqrt(1.0 / before + 1.0 / after)
+                hits += abs(math.log1p(size)) / spread >= 3.0
+            total += 1
+    return f"{hits / total:.0%}"
+
+
 def report_set(title: str, changed: Sequence[Case], quiet: Sequence[Case]) -> None:
     steps = sum(len(case.steps) for case in changed)
     print(f"\n== {title}: {len(changed)} histories with {steps} labelled steps and {len(quiet)} "
@@ -258,6 +279,10 @@ def report_set(title: str, changed: Sequence[Case], quiet: Sequence[Case]) -> No
             if len(score.by_kind) > 1:
                 extra.append(f"recall by kind, {detector.name}: {_fractions(score.by_kind)}")
     print("\n".join(extra))
+    if isinstance(changed[0], FleetHistory):
+        print(f"steps with z >= 3 (shift / noise sd) over their segments: "
+              f"{_detectable(changed, None)}; over the 7 nights after them: "
+              f"{_detectable(changed, 7)}")
 
 
 def main(argv: list[str] | None = None) -> int:

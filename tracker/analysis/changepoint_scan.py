@@ -218,29 +218,3 @@ def compute_step_beyond_trend_z(values: Array, index: int) -> float:
     return 0.0 if covariance[2, 2] <= 0.0 else float(coef[2]) / math.sqrt(covariance[2, 2])
 
 
-REFINE_NIGHTS = 10  # the least-squares refinement looks this far around the L1 split
-WINSOR_MADS = 3.0  # each side's values are clipped this many MADs around its median
-
-
-def refine_split(values: Values, index: int, min_segment: int) -> int:
-    """Refine an L1 split by least squares on winsorised values: each side is clipped at
-    ``WINSOR_MADS`` MADs around its own median (outliers and spikes lose their pull), then the
-    split within ``REFINE_NIGHTS`` that best fits two means wins. The mean uses every night of
-    a two-mode (two-host) side, where the median of a side jumps between the modes."""
-    values = np.asarray(values, dtype=np.float64)
-    n = len(values)
-    clipped = np.empty(n)
-    for part in (slice(0, index), slice(index, n)):
-        side = values[part]
-        middle = float(np.median(side))
-        mad = 1.4826 * float(np.median(np.abs(side - middle)))
-        clipped[part] = np.clip(side, middle - WINSOR_MADS * mad, middle + WINSOR_MADS * mad)
-    low, high = max(min_segment, index - REFINE_NIGHTS), min(n - min_segment, index + REFINE_NIGHTS)
-    k = np.arange(low, high + 1)
-    prefix = np.r_[0.0, np.cumsum(clipped)]
-    squares = np.r_[0.0, np.cumsum(clipped**2)]
-    before_sse = squares[k] - prefix[k] ** 2 / k
-    after_sse = (squares[n] - squares[k]) - (prefix[n] - prefix[k]) ** 2 / (n - k)
-    cost = before_sse + after_sse
-    best = np.flatnonzero(cost <= cost.min() + 1e-12 * max(1.0, abs(float(cost.min()))))
-    return int(k[best[np.argmin(np.abs(k[best] - index))]])

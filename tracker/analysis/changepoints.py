@@ -45,7 +45,6 @@ from tracker.analysis.changepoint_scan import (
     compute_trend_z,
     locate_split,
     rank_sum_p_value,
-    refine_split,
     scan_segment,
 )
 
@@ -64,11 +63,10 @@ __all__ = [
 DEFAULT_MIN_SEGMENT = 5
 DEFAULT_ALPHA = 0.005
 DEFAULT_MIN_REL_CHANGE = 0.01
-LOCAL_WIDTH = 10  # nights on each side of a split that must show the jump
-LOCAL_ALPHA = 0.05  # ... significantly (rank-sum test of those nights alone)
+LOCAL_WIDTH = 15  # nights on each side of a split that must show the jump
+LOCAL_ALPHA = 0.02  # ... significantly (rank-sum test of those nights alone)
 TREND_Z = 2.5  # within-side trend this strong (standardized) means the series drifts ...
 STEP_BEYOND_TREND_Z = 2.0  # ... and then the step must stand out of the trend this much
-REFINE = False
 LOCATION_QUANTILE = 0.35  # of a lower-is-better side, for the location fit (0.65 if higher)
 
 
@@ -118,14 +116,13 @@ class _Settings:
     quantile: float  # of each side, for the location fit
 
 
-def _accepted_index(values: Array, split: Split | None, settings: _Settings) -> int | None:
-    """Where the change is, when the split is significant and a step; otherwise None."""
+def _accepted(values: Array, split: Split | None, settings: _Settings) -> tuple[int, float] | None:
+    """Where the change is and the scan's p-value, when the split is significant and a step;
+    otherwise None."""
     if split is None or split.p_value >= settings.alpha:
         return None
     index = locate_split(values, split.index, settings.min_segment, settings.quantile)
-    if REFINE:
-        index = refine_split(values, index, settings.min_segment)
-    return index if _is_step(values, index, settings.min_rel_change) else None
+    return (index, split.p_value) if _is_step(values, index, settings.min_rel_change) else None
 
 
 def _segment(values: Array, settings: _Settings) -> list[int]:
@@ -135,11 +132,11 @@ def _segment(values: Array, settings: _Settings) -> list[int]:
     while pending:
         start, end = pending.pop()
         part = values[start:end]
-        index = _accepted_index(part, scan_segment(part, settings.min_segment), settings)
-        if index is None:
+        accepted = _accepted(part, scan_segment(part, settings.min_segment), settings)
+        if accepted is None:
             continue
-        found.append(start + index)
-        pending += [(start, start + index), (start + index, end)]
+        found.append(start + accepted[0])
+        pending += [(start, start + accepted[0]), (start + accepted[0], end)]
     return sorted(found)
 
 
@@ -150,12 +147,9 @@ def _prune(values: Array, points: list[int], settings: _Settings) -> list[tuple[
         checked: list[tuple[int, float]] = []
         for i, point in enumerate(points):
             part = values[bounds[i]:bounds[i + 2]]
-            split = scan_segment(part, settings.min_segment)
-            index = _accepted_index(part, split, settings)
-            if split is None or index is None:
-                checked.append((point, 1.0))
-            else:
-                checked.append((bounds[i] + index, split.p_value))
+            accepted = _accepted(part, scan_segment(part, settings.min_segment), settings)
+            checked.append((point, 1.0) if accepted is None else
+                           (bounds[i] + accepted[0], accepted[1]))
         weakest = max(range(len(checked)), key=lambda i: checked[i][1], default=None)
         if weakest is None or checked[weakest][1] < settings.alpha:
             return _deduplicate(checked)
