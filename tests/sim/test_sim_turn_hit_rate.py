@@ -116,8 +116,6 @@ async def test_later_turns_have_a_higher_hit_rate_with_prefix_caching_on(
     assert render_request_json(results["chat"].records[1])["cached_input_tokens"] == 80
 
 
-@pytest.mark.xfail(strict=True, reason="tracker/load/generator.py does not yet copy the scanner's "
-                   "cached_tokens onto the record (issue 14): remove this mark when it does")
 async def test_the_load_generator_records_the_cached_tokens_the_simulator_reports(
         start_server: ServerFactory) -> None:
     server = await start_server(make_config({"enable_prefix_caching": True, "block_size": 16}))

@@ -77,9 +77,12 @@ def test_a_shared_system_prompt_with_prefix_caching_on_reports_a_hit_rate(
     assert compute_workload_metrics(distinct).get("prefix_cache_hit_rate", 0.0) < rate
     assert f"shared {rate * 100:.1f}%" in render_run_text(run)  # each workload's, in the text
     unmeasured = replace(shared, server=ServerTelemetry(False, "no server metrics: HTTP 404"))
+    by_requests = compute_workload_metrics(unmeasured)["prefix_cache_hit_rate"]
+    assert 0.5 < by_requests < 1.0  # no counters: the requests' cached tokens say it
+    unmeasured = replace(unmeasured, records=())
     assert "prefix_cache_hit_rate" not in compute_workload_metrics(unmeasured)
     assert compute_samples(HIT_RATE, unmeasured) == []  # not measured: nothing to judge, not 0
-    assert compute_samples(HIT_RATE, replace(shared, server=None)) == []
+    assert compute_samples(HIT_RATE, replace(shared, server=None, records=())) == []
 
 
 def test_with_prefix_caching_off_the_hit_rate_is_zero_or_not_measured(

@@ -156,6 +156,7 @@ def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamSc
         input_tokens=prompt, input_tokens_source=prompt_source,
         scheduled_start_s=scheduled, output_chunks=len(times),
         requested_input_tokens=spec.requested_input_tokens,
+        cached_input_tokens=scanner.cached_tokens,
     )
 
 
