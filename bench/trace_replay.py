@@ -169,14 +169,25 @@ def simulator_thread() -> Iterator[str]:
         yield server.base_url
 
 
-def replay(base_url: str, loaded: LoadedSuite) -> LoadOutcome:
+def replay(base_url: str, loaded: LoadedSuite) -> tuple[LoadOutcome, float | None]:
+    """The outcome, and how long the loop thread waited for a CPU while the generator ran."""
     workload = loaded.suite.workloads[0]
     traffic = loaded.traffic[workload.name]
     warm, measured = build_request_specs(workload, traffic, model=MODEL, supports_ignore_eos=True)
     phase = WorkloadPhases(workload, loaded.suite.seed, traffic).next_phase()
     assert phase is not None and phase.trace
     plan = build_plan(workload, phase, warm, measured)
-    return run_async(LoadGenerator(Endpoint(base_url), plan).run())
+    waited = run_queue_wait_s()
+    outcome = run_async(LoadGenerator(Endpoint(base_url), plan).run())
+    return outcome, _since(waited)
+
+
+def run_queue_wait_s() -> float | None:
+    """How long this thread has waited for a CPU while runnable (Linux schedstat), or None."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 async def run_sleep_floor(arrivals_s: Sequence[float]) -> list[float]:
@@ -198,12 +209,14 @@ class Lateness:
     late_s: list[float]
     sent_s: list[float]  # when each left, on the plan's origin
     planned_s: list[float]
+    cpu_wait_s: float | None = None  # the loop thread's time runnable but without a CPU
 
     def row(self) -> list[str]:
         late = sorted(self.late_s)
+        waited = "n/a" if self.cpu_wait_s is None else f"{self.cpu_wait_s * 1000:.0f}"
         return [self.what, f"{len(late)}", _ms(compute_percentile(late, 50)),
                 _ms(compute_percentile(late, 99)), _ms(late[-1]),
-                f"{_rate(self.sent_s):.1f}", f"{_rate(self.planned_s):.1f}"]
+                f"{_rate(self.sent_s):.1f}", f"{_rate(self.planned_s):.1f}", waited]
 
 
 def _rate(times_s: Sequence[float]) -> float:
@@ -214,7 +227,7 @@ def _ms(value: float) -> str:
     return f"{value * 1000:.3f}"
 
 
-def lateness_of(what: str, outcome: LoadOutcome) -> Lateness:
+def lateness_of(what: str, outcome: LoadOutcome, cpu_wait_s: float | None) -> Lateness:
     records = [r for r in outcome.records if r.scheduled_start_s is not None]
     failed = sorted({r.error_class for r in records if r.error_class is not None})
     if failed:
@@ -226,7 +239,12 @@ def lateness_of(what: str, outcome: LoadOutcome) -> Lateness:
               f"lag p99 {_ms(health.loop_lag_p99_s or 0)} ms, loop thread busy "
               f"{health.cpu_fraction or 0:.0%}, client-bound: {health.client_bound}")
     return Lateness(what, [r.start_s - p for r, p in zip(records, planned, strict=True)],
-                    [r.start_s for r in records], planned)
+                    [r.start_s for r in records], planned, cpu_wait_s)
+
+
+def _since(start: float | None) -> float | None:
+    now = run_queue_wait_s()
+    return None if start is None or now is None else now - start
 
 
 VARIANTS = (("tracker, sim in its own process", simulator_process),
@@ -246,11 +264,13 @@ def measure_lateness(folder: Path, rows: int, rate_per_s: float,
     for repeat in range(1, repeats + 1):
         for what, start in VARIANTS:
             with start() as base_url:
-                results.append(lateness_of(f"{what} #{repeat}", replay(base_url, loaded)))
+                results.append(lateness_of(f"{what} #{repeat}", *replay(base_url, loaded)))
         planned = results[-1].planned_s
+        waited = run_queue_wait_s()
         late = run_async(run_sleep_floor(planned))
         results.append(Lateness(f"{FLOOR} #{repeat}", late,
-                                [p + x for p, x in zip(planned, late, strict=True)], planned))
+                                [p + x for p, x in zip(planned, late, strict=True)], planned,
+                                _since(waited)))
     return results
 
 
@@ -304,7 +324,9 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 def report_lateness(results: list[Lateness], rate_per_s: float) -> None:
     print(f"\nPart 1: a {len(results[0].late_s):,}-row Mooncake trace at {rate_per_s:g} req/s "
           "on the simulator (lateness = sent - the trace's time, ms)")
-    print_table(["", "requests", "p50", "p99", "max", "achieved req/s", "recorded req/s"],
+    print("(waited for CPU: how long the client's loop thread was runnable but had no CPU)")
+    print_table(["", "requests", "p50", "p99", "max", "achieved req/s", "recorded req/s",
+                 "waited for CPU (ms)"],
                 [r.row() for r in sorted(results, key=lambda r: r.what)])
     for what in [v for v, _ in VARIANTS] + [FLOOR]:
         p99s = sorted(compute_percentile(sorted(r.late_s), 99) for r in results
