@@ -54,10 +54,38 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-def _gate(files: dict[str, Path], head: str, *extra: str, repeats: int = 2) -> int:
+def _gate(files: dict[str, Path], head: str, *extra: str, repeats: int | None = 2) -> int:
+    design = [] if repeats is None else ["--repeats", str(repeats)]
     return main(["gate", "--base", str(files["base"]), "--head", str(files[head]),
-                 "--suite", str(files["suite"]), "--repeats", str(repeats), "--db",
-                 str(files["db"]), "--quiet", *extra])
+                 "--suite", str(files["suite"]), *design, "--db", str(files["db"]), "--quiet",
+                 *extra])
+
+
+def test_the_sequential_gate_stops_after_the_first_round_of_a_clear_regression(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out = files["dir"] / "gate.json"
+    assert _gate(files, "slow", "--json", str(out), repeats=None) == 1
+    markdown = capsys.readouterr().out
+    rounds = json.loads(out.read_text(encoding="utf-8"))["rounds"]
+    assert rounds["sequential"] and rounds["max_rounds"] == 8 and rounds["rounds"] <= 2
+    assert f"**rounds** sequential: decided after {rounds['rounds']} of 8 rounds" in markdown
+    ttft_row = next(line for line in markdown.splitlines() if "| TTFT median |" in line)
+    assert "❌ regression" in ttft_row
+
+
+def test_the_sequential_gate_passes_an_equal_config_and_says_how_many_rounds(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert _gate(files, "base", "--max-rounds", "6", "--json", "-", repeats=None) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["outcome"] == "pass" and verdict["config_diff"] == []
+    rounds = verdict["rounds"]
+    assert rounds["max_rounds"] == 6 and 1 <= rounds["rounds"] <= 6
+    assert rounds["stop_reason"] in (f"decided after {rounds['rounds']} of 6 rounds",
+                                     "max rounds reached (6)")
+    assert len(verdict["base"]["run_ids"]) == len(verdict["head"]["run_ids"]) == rounds["rounds"]
+    assert not any(row["regressed"] for row in verdict["rows"])
+    # no server counters were scraped: the prefix-cache hit rate is no row, not "not measured"
+    assert "prefix_cache_hit_rate" not in {row["metric"] for row in verdict["rows"]}
 
 
 def test_gate_fails_when_max_num_seqs_is_cut_at_high_concurrency(
@@ -95,7 +123,8 @@ def test_gate_passes_for_a_change_that_does_not_matter(
     assert verdict["outcome"] == "pass"
     assert verdict["config_diff"] == [{"path": "engine.swap_space", "old": "(default)",
                                        "new": 8.0}]
-    assert not any(row["verdict"]["regressed"] for row in verdict["rows"])
+    # the whole gate holds one false-alarm budget: no row is a regression for the family
+    assert not any(row["regressed"] for row in verdict["rows"])
 
 
 def test_gate_compares_stored_runs(files: dict[str, Path],
@@ -139,6 +168,9 @@ def test_gate_could_not_measure_when_the_head_target_is_down(
     (["--base-run", "1"], "at least one --base-run and one --head-run"),
     (["--base-run", "1", "--head-run", "2", "--min-effect", "ttft=0.1"], "--min-effect ttft=0.1"),
     (["--base-run", "1", "--head-run", "2", "--confidence", "2"], "--confidence"),
+    (["--base-run", "1", "--head-run", "2", "--repeats", "3"], "stored runs"),
+    (["--base", "a.yaml", "--head", "b.yaml", "--suite", "s.yaml", "--max-rounds", "0"],
+     "--max-rounds: must be >= 1 (got 0)"),
 ])
 def test_gate_usage_errors_exit_2(extra: list[str], message: str, files: dict[str, Path],
                                   capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from tracker.redaction import redact_text
 from tracker.reports.diff_report import render_diff_text
 
 if TYPE_CHECKING:
-    from tracker.gate.gating import GateOptions, GateResult
+    from tracker.gate.gating import GateDesign, GateOptions, GateResult
 
 COMMANDS = ("diff", "gate")
 
@@ -62,6 +62,15 @@ def _options(args: argparse.Namespace) -> GateOptions:
     return GateOptions(parse_min_effects(args.min_effect), args.confidence, args.seed)
 
 
+def _design(args: argparse.Namespace) -> GateDesign:
+    """Sequential with at most --max-rounds (default 8), or a fixed --repeats N."""
+    from tracker.gate.gating import DEFAULT_MAX_ROUNDS, GateDesign
+
+    if args.repeats is not None:
+        return GateDesign(args.repeats, sequential=False)
+    return GateDesign(DEFAULT_MAX_ROUNDS if args.max_rounds is None else args.max_rounds)
+
+
 def _check_mode(args: argparse.Namespace) -> bool:
     """True for configs (--base/--head/--suite), False for stored runs; usage errors otherwise."""
     by_config = any(v is not None for v in (args.base, args.head, args.suite))
@@ -73,6 +82,9 @@ def _check_mode(args: argparse.Namespace) -> bool:
         raise UsageError("gate: --base, --head and --suite go together; give all three")
     if by_runs and not (args.base_run and args.head_run):
         raise UsageError("gate: give at least one --base-run and one --head-run")
+    if by_runs and (args.repeats is not None or args.max_rounds is not None):
+        raise UsageError("gate: --repeats and --max-rounds run configs; stored runs "
+                         "(--base-run/--head-run) are compared as they are")
     for target in (args.markdown, args.junit):
         if target and not Path(target).parent.is_dir():
             raise UsageError(f"{target}: directory {Path(target).parent} does not exist")
@@ -85,13 +97,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     by_config = _check_mode(args)
     options = _options(args)
+    design = _design(args) if by_config else None
     engine = open_store(resolve_db_url(args.db))
     try:
-        if by_config:
+        if design is not None:
             base = load_config_ref(args.base, args.db)
             head = load_config_ref(args.head, args.db)
             suite = load_suite(args.suite)
-            result = run_config_gate(engine, base, head, suite, args.repeats, options,
+            result = run_config_gate(engine, base, head, suite, design, options,
                                      quiet=args.quiet)
         else:
             result = compare_stored_runs(engine, args.base_run, args.head_run, options)

@@ -247,9 +247,15 @@ def add_gate_parsers(sub: Subparsers) -> None:
     gate.add_argument("--base", metavar="REF", help="base config: file, git ref or stored version")
     gate.add_argument("--head", metavar="REF", help="head config: file, git ref or stored version")
     gate.add_argument("--suite", metavar="FILE", help="baseline suite YAML (with --base/--head)")
-    gate.add_argument("--repeats", type=int, default=3, metavar="N",
-                      help="runs of each config, interleaved ABAB (default: 3; the run is the "
-                           "unit of replication)")
+    rounds = gate.add_mutually_exclusive_group()
+    rounds.add_argument("--max-rounds", type=int, metavar="M",
+                        help="sequential (the default): run rounds of a base run then a head "
+                             "run and stop as soon as every metric is decided (a regression "
+                             "shown, or one of the minimum effect ruled out), at most M rounds "
+                             "(default: 8); the report says how many it took")
+    rounds.add_argument("--repeats", type=int, metavar="N",
+                        help="fixed design instead: exactly N rounds (N runs of each config, "
+                             "interleaved ABAB), judged once at the end")
     gate.add_argument("--base-run", type=int, action="append", metavar="RUN_ID",
                       help="a stored base run (repeat for several)")
     gate.add_argument("--head-run", type=int, action="append", metavar="RUN_ID",

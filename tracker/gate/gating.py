@@ -2,35 +2,36 @@
 
 Two ways in:
 
-- ``run_config_gate``: run the suite against base and head configs on the same target,
-  interleaved base, head, base, head, ... (``repeats`` of each), so drift over time hits both
-  sides alike; every run is stored like any other.
+- ``run_config_gate``: run the suite against base and head configs on the same target in
+  rounds (a base run, then a head run), so drift over time hits both sides alike; every run is
+  stored like any other. Sequential by default (``tracker.gate.rounds``): after each round
+  ``tracker.analysis.sequential`` judges every row, and the gate stops once all are decided, at
+  most ``max_rounds``; or a fixed number of rounds, judged once at the end.
 - ``compare_stored_runs``: compare runs already in the store (``--base-run`` / ``--head-run``).
 
-Either way the comparison is ``tracker.analysis.compare_samples`` per workload and metric: the
-gate shows its ``Verdict`` and decides nothing itself. Exit codes: 0 pass, 1 regression,
-2 usage or config error, 3 could not measure.
+A fixed design (and stored runs) is ``tracker.analysis.compare_samples`` per workload and
+metric. Either way ``judge_family`` spends one false-alarm budget on the whole gate (Holm over
+the rows): the gate shows the analysis' verdicts and decides nothing itself. Exit codes: 0 pass,
+1 regression, 2 usage or config error, 3 could not measure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.analysis import Verdict, compare_samples
+from tracker.analysis import Verdict, compare_samples, judge_family
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import ConfigSide
 from tracker.inputs.config_diff import Change, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
-from tracker.jobs.execute import execute_suite
-from tracker.metrics import COMPARED_METRICS, Metric, compute_samples
+from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
 from tracker.results import RunResult, RunStatus, WorkloadResult
-from tracker.runner.progress import ProgressPrinter
 from tracker.store.runs import fetch_run
 
 
@@ -40,14 +41,22 @@ class GateOutcome(StrEnum):
     NOT_MEASURED = "not_measured"
 
 
-GATE_METRICS: tuple[Metric, ...] = COMPARED_METRICS  # the dashboard's Compare judges the same
+# The dashboard's Compare judges the same, and the server's prefix-cache hit rate where its
+# counters were scraped (a metric neither side measured is no row at all)
+GATE_METRICS: tuple[Metric, ...] = (*COMPARED_METRICS, REGISTRY["prefix_cache_hit_rate"])
+DEFAULT_MAX_ROUNDS = 8
 
 
-def _label(metric: Metric) -> str:
+def compute_label(metric: Metric) -> str:
     """``TTFT median``, ``request throughput``: the metric as the report's rows name it."""
     if metric.latency is not None:
         return f"{metric.latency.upper()} {metric.statistic}"
     return metric.name.removesuffix("_per_s").removesuffix("_tokens").replace("_", " ")
+
+
+def row_key(workload: str, metric: Metric) -> str:
+    """How a row is named to the sequential test: ``chat/ttft_median_s``."""
+    return f"{workload}/{metric.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,30 @@ class GateOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class GateDesign:
+    """How a config gate spends its runs: ``rounds`` of a base and a head run; sequential: stop
+    as soon as every row is decided, with ``rounds`` the most it may run."""
+
+    rounds: int
+    sequential: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            flag = "--max-rounds" if self.sequential else "--repeats"
+            raise UsageError(f"{flag}: must be >= 1 (got {self.rounds})")
+
+
+@dataclass(frozen=True, slots=True)
+class GateRounds:
+    """How many rounds a config gate ran, and why it stopped there."""
+
+    rounds: int
+    max_rounds: int
+    sequential: bool
+    stop_reason: str  # "decided after 3 of 8 rounds", "max rounds reached (8)", ...
+
+
+@dataclass(frozen=True, slots=True)
 class GateRow:
     workload: str
     metric: str  # registry name
@@ -65,6 +98,8 @@ class GateRow:
     unit: str
     verdict: Verdict | None  # None: not measured on one side
     note: str | None = None  # why it was not measured, or which runs were left out
+    regressed: bool = False  # a regression for the whole gate (``judge_family``), not only alone
+    adjusted_p_value: float | None = None  # Holm-adjusted over the gate's rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +116,8 @@ class GateResult:
     rows: tuple[GateRow, ...]
     problems: tuple[str, ...]  # runs or workloads that could not be measured
     interleaved: bool
+    rounds: GateRounds | None = None  # a config gate's rounds; None: stored runs
+    family_alpha: float = 0.05  # the one false-alarm budget of the whole gate
 
 
 # --- comparing runs (pure) -------------------------------------------------------------------
@@ -95,29 +132,43 @@ def _samples(metric: Metric, workloads: Sequence[WorkloadResult]) -> list[list[f
     return [run for run in runs if run]
 
 
-def _min_effect(metric: Metric, options: GateOptions) -> float:
+def compute_min_effect(metric: Metric, options: GateOptions) -> float:
     if metric.name in options.min_effect:
         return options.min_effect[metric.name]
     return DEFAULT_MIN_EFFECT[metric.statistic]
 
 
-def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
-                      options: GateOptions) -> list[GateRow]:
-    """One row per workload (in suite order) and gate metric."""
+def compute_workload_names(base_runs: Sequence[RunResult],
+                           head_runs: Sequence[RunResult]) -> list[str]:
+    """The workloads of either side, in suite order."""
     names = [w.name for w in base_runs[0].workloads] if base_runs else []
     names += [w.name for run in head_runs for w in run.workloads if w.name not in names]
+    return names
+
+
+def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
+                      options: GateOptions,
+                      verdicts: Mapping[str, Verdict] | None = None) -> list[GateRow]:
+    """One row per workload (in suite order) and gate metric that either side measured. The
+    verdicts are ``compare_samples``' over all runs, or the sequential test's (``verdicts``,
+    by ``row_key``)."""
     rows: list[GateRow] = []
-    for name in names:
+    for name in compute_workload_names(base_runs, head_runs):
         base = [w for w in (_workload(run, name) for run in base_runs) if w is not None]
         head = [w for w in (_workload(run, name) for run in head_runs) if w is not None]
         for metric in GATE_METRICS:
-            rows.append(_row(name, metric, base, head, options))
+            row = _row(name, metric, base, head, options, verdicts)
+            if row is not None:
+                rows.append(row)
     return rows
 
 
 def _row(name: str, metric: Metric, base: Sequence[WorkloadResult],
-         head: Sequence[WorkloadResult], options: GateOptions) -> GateRow:
-    label = _label(metric)
+         head: Sequence[WorkloadResult], options: GateOptions,
+         verdicts: Mapping[str, Verdict] | None) -> GateRow | None:
+    label = compute_label(metric)
+    if metric.latency is None and base and head and not _samples(metric, [*base, *head]):
+        return None  # neither side measures it (a server without its counters): no row
     bound = _client_bound_note(base, head)
     if bound is not None:
         return GateRow(name, metric.name, label, metric.unit, None, bound)
@@ -128,9 +179,15 @@ def _row(name: str, metric: Metric, base: Sequence[WorkloadResult],
         side = "base" if not base_samples else "head"
         return GateRow(name, metric.name, label, metric.unit, None,
                        f"not measured in the {side} run(s)")
-    verdict = compare_samples(base_samples, head_samples, metric,
-                              min_effect=_min_effect(metric, options),
-                              confidence=options.confidence, seed=options.seed)
+    if verdicts is not None:
+        verdict = verdicts.get(row_key(name, metric))
+        if verdict is None:
+            return GateRow(name, metric.name, label, metric.unit, None,
+                           "not measured in the first round, so not judged")
+    else:
+        verdict = compare_samples(base_samples, head_samples, metric,
+                                  min_effect=compute_min_effect(metric, options),
+                                  confidence=options.confidence, seed=options.seed)
     return GateRow(name, metric.name, label, metric.unit, verdict, left_out)
 
 
@@ -170,10 +227,21 @@ def _problems(runs: Sequence[RunResult], side: str) -> list[str]:
     return problems
 
 
+def judge_rows(rows: Sequence[GateRow], alpha: float) -> list[GateRow]:
+    """The rows with the family's judgement: one false-alarm budget ``alpha`` for the gate."""
+    judged = [i for i, row in enumerate(rows) if row.verdict is not None]
+    judgement = judge_family([row.verdict for row in rows if row.verdict is not None], alpha)
+    regressions = {judged[k] for k in judgement.regressions}
+    adjusted = dict(zip(judged, judgement.adjusted_p_values, strict=True))
+    return [replace(row, regressed=i in regressions, adjusted_p_value=adjusted.get(i))
+            for i, row in enumerate(rows)]
+
+
 def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateOutcome, int]:
-    """Regression if any verdict says so; could not measure if a run failed or nothing was
-    compared; otherwise pass (inconclusive rows pass, with their hint shown)."""
-    if any(row.verdict is not None and row.verdict.regressed for row in rows):
+    """Regression if the family's judgement keeps any row a regression; could not measure if a
+    run failed or nothing was compared; otherwise pass (inconclusive rows pass, with their hint
+    shown)."""
+    if any(row.regressed for row in rows):
         return GateOutcome.REGRESSION, ExitCode.REGRESSION
     if problems or not any(row.verdict is not None for row in rows):
         return GateOutcome.NOT_MEASURED, ExitCode.NOT_MEASURED
@@ -182,13 +250,17 @@ def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateO
 
 def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
                       labels: tuple[str, str], config_changes: Sequence[Change],
-                      options: GateOptions, *, interleaved: bool) -> GateResult:
+                      options: GateOptions, *, interleaved: bool,
+                      rounds: GateRounds | None = None,
+                      verdicts: Mapping[str, Verdict] | None = None) -> GateResult:
+    """The gate's answer over these runs; ``verdicts``: the sequential test's, by row key."""
     suites = {(run.suite.name, run.suite.version) for run in (*base_runs, *head_runs)}
     if len(suites) > 1:
         found = ", ".join(sorted(f"{name}@{version[:12]}" for name, version in suites))
         raise UsageError(f"the runs used different suites ({found}); only like is compared with "
                          "like: pick runs of one suite version")
-    rows = compute_gate_rows(base_runs, head_runs, options)
+    alpha = 1.0 - options.confidence
+    rows = judge_rows(compute_gate_rows(base_runs, head_runs, options, verdicts), alpha)
     problems = [*_problems(base_runs, "base"), *_problems(head_runs, "head")]
     problems += [f"{row.workload}: {row.note}" for row in rows
                  if row.verdict is None and row.metric == GATE_METRICS[0].name]
@@ -200,7 +272,7 @@ def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
         head_run_ids=tuple(r.run_id for r in head_runs),
         simulated=any(r.simulated for r in (*base_runs, *head_runs)),
         config_changes=tuple(config_changes), rows=tuple(rows), problems=tuple(problems),
-        interleaved=interleaved,
+        interleaved=interleaved, rounds=rounds, family_alpha=alpha,
     )
 
 
@@ -208,20 +280,19 @@ def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
 
 
 def run_config_gate(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
-                    repeats: int, options: GateOptions, *, quiet: bool = True) -> GateResult:
-    """Run base and head interleaved (ABAB...), ``repeats`` runs each, and compare them."""
-    if repeats < 1:
-        raise UsageError(f"--repeats: must be >= 1 (got {repeats})")
-    base_runs: list[RunResult] = []
-    head_runs: list[RunResult] = []
-    for repeat in range(repeats):
-        for side, config, runs in (("base", base, base_runs), ("head", head, head_runs)):
-            label = f"{side} {repeat + 1}/{repeats} "
-            progress = None if quiet else ProgressPrinter(label=label)
-            runs.append(execute_suite(engine, config.loaded, suite, progress))
+                    design: GateDesign, options: GateOptions, *, quiet: bool = True,
+                    ordinal_seed: int | None = None) -> GateResult:
+    """Run base and head in rounds (base, head, base, head, ...) and judge them: sequentially
+    (stop once decided) or after a fixed number of rounds. ``ordinal_seed`` numbers the
+    embedded simulator's runs, so its run-to-run draws repeat (None: fresh draws)."""
+    from tracker.gate.rounds import run_rounds
+
+    played = run_rounds(engine, base, head, suite, design, options, quiet=quiet,
+                        ordinal_seed=ordinal_seed)
     changes = compute_config_diff(base.loaded.canonical, head.loaded.canonical)
-    return build_gate_result(base_runs, head_runs, (base.title, head.title), changes, options,
-                             interleaved=True)
+    return build_gate_result(played.base_runs, played.head_runs, (base.title, head.title),
+                             changes, options, interleaved=True, rounds=played.rounds,
+                             verdicts=played.verdicts)
 
 
 def compare_stored_runs(engine: Engine, base_ids: Sequence[int], head_ids: Sequence[int],

@@ -49,13 +49,36 @@ def render_verdict(verdict: Verdict) -> str:
     return text
 
 
+def render_row_verdict(row: GateRow) -> str:
+    """The verdict as the gate takes it: a regression on its own that the gate's one
+    false-alarm budget does not keep is shown as such, never as a failure."""
+    assert row.verdict is not None
+    if row.verdict.regressed and not row.regressed:
+        adjusted = "" if row.adjusted_p_value is None else f", p={row.adjusted_p_value:.2g}"
+        return f"❔ worse, not significant for the whole gate (Holm{adjusted})"
+    if row.verdict.rel_change is None and row.verdict.runs_needed is None:
+        why = row.verdict.reason.removeprefix("inconclusive: ")
+        return f"{render_verdict(row.verdict)}: {escape_markdown(why)}"
+    return render_verdict(row.verdict)
+
+
+def render_rounds(result: GateResult) -> str | None:
+    """"sequential: decided after 3 of 8 rounds", or the fixed design's rounds."""
+    if result.rounds is None:
+        return None
+    if result.rounds.sequential:
+        return f"sequential: {result.rounds.stop_reason}"
+    return f"{result.rounds.rounds} rounds (fixed design)"
+
+
 def _table_row(row: GateRow) -> str:
     if row.verdict is None:
         cells = [escape_markdown(row.workload), row.label, "-", "-", "-",
                  f"⚠️ {escape_markdown(row.note or '')}"]
     else:
         v = row.verdict
-        verdict = render_verdict(v) + (f" ({escape_markdown(row.note)})" if row.note else "")
+        verdict = render_row_verdict(row) + (f" ({escape_markdown(row.note)})" if row.note
+                                             else "")
         cells = [escape_markdown(row.workload), row.label, render_value(v.base_value, row.unit),
                  render_value(v.head_value, row.unit), render_change(v), verdict]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
@@ -65,13 +88,16 @@ def render_gate_markdown(result: GateResult) -> str:
     order = "interleaved base/head" if result.interleaved else "stored runs"
     runs = (f"base runs {', '.join(map(str, result.base_run_ids))} · head runs "
             f"{', '.join(map(str, result.head_run_ids))} ({order})")
+    rounds = render_rounds(result)
     lines = [
         f"## tracker gate: {HEADLINES[result.outcome]}",
         "",
         f"**base** {escape_markdown(result.base_label)} · **head** "
         f"{escape_markdown(result.head_label)}  ",
         f"suite {escape_markdown(result.suite)} · {runs}" + (" · simulated" if result.simulated
-                                                             else ""),
+                                                             else "")
+        + ("  " if rounds else ""),
+        *([f"**rounds** {rounds}"] if rounds else []),  # our own words, no outside text
         "",
         "### Config diff",
         "",
@@ -94,10 +120,19 @@ def render_gate_markdown(result: GateResult) -> str:
 def _legend(result: GateResult) -> str:
     verdicts = [row.verdict for row in result.rows if row.verdict is not None]
     confidence = verdicts[0].confidence if verdicts else 0.95
+    family = (f"One false-alarm budget of {result.family_alpha:.0%} for the whole gate (Holm "
+              "over its rows).")
+    if result.rounds is not None and result.rounds.sequential:
+        return (f"<sub>change = head vs base with its {confidence:.0%} confidence sequence "
+                "(valid after every round): a sequential mixture test on each round's log "
+                "ratio of the run's statistic, run-to-run drift counted as noise. A regression "
+                "is significant and at least the metric's minimum effect; the gate stops once "
+                "every row shows a regression or rules one out. " + family + "</sub>")
     return (f"<sub>change = head vs base with its {confidence:.0%} interval; latencies per "
             "request (median: Mann-Whitney U and Hodges-Lehmann, or a bootstrap over runs; p99: "
             "bootstrap), throughput per run (Welch t). A regression is significant and at least "
-            "the metric's minimum effect; ❔ needs about the runs shown per side to decide.</sub>")
+            "the metric's minimum effect; ❔ needs about the runs shown per side to decide. "
+            + family + "</sub>")
 
 
 def render_gate_junit(result: GateResult) -> str:
@@ -110,7 +145,7 @@ def render_gate_junit(result: GateResult) -> str:
             ET.SubElement(case, "skipped", message=row.note or "not measured")
             skipped += 1
             continue
-        if row.verdict.regressed:
+        if row.regressed:
             failure = ET.SubElement(case, "failure", message=row.verdict.reason, type="regression")
             failure.text = f"{row.label}: {render_change(row.verdict)}"
             failures += 1
@@ -165,11 +200,16 @@ def render_gate_json(result: GateResult) -> dict[str, Any]:
         "suite": result.suite,
         "simulated": result.simulated,
         "interleaved": result.interleaved,
+        "rounds": None if result.rounds is None else {
+            "rounds": result.rounds.rounds, "max_rounds": result.rounds.max_rounds,
+            "sequential": result.rounds.sequential, "stop_reason": result.rounds.stop_reason},
+        "family_alpha": result.family_alpha,
         "config_diff": [{"path": c.path, "old": c.old, "new": c.new}
                         for c in result.config_changes],
         "problems": list(result.problems),
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
-                  "note": row.note,
+                  "note": row.note, "regressed": row.regressed,
+                  "adjusted_p_value": row.adjusted_p_value,
                   "verdict": None if row.verdict is None else _verdict_json(row.verdict)}
                  for row in result.rows],
     }
