@@ -7,7 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from tracker.load.summary import compute_latency_stats, compute_percentile, compute_workload_summary
+from tracker.load.summary import (
+    compute_input_token_overhead,
+    compute_latency_stats,
+    compute_percentile,
+    compute_workload_summary,
+)
 from tracker.metrics import REGISTRY, Direction, compute_summary_metrics
 from tracker.results import RequestRecord, TokenSource
 
@@ -87,3 +92,19 @@ def test_input_mismatches_count_server_usage_against_the_requested_length() -> N
     assert compute_workload_summary(asked, 1.0).input_token_count_mismatches == 1
     assert compute_workload_summary([ok(0, 0.1, 0.2, 4)], 1.0) \
         .input_token_count_mismatches is None  # nothing asked
+
+
+def test_a_chat_templates_tokens_are_the_overhead_not_a_mismatch() -> None:
+    def asked(index: int, requested: int, counted: int) -> RequestRecord:
+        return replace(ok(index, 0.1, 0.2, 4), requested_input_tokens=requested,
+                       input_tokens=counted)
+
+    # 640 content tokens asked; the template adds 61 (60 where a word merges with it); one
+    # prompt counted far longer (words in another tokenizer) is the one mismatch
+    records = [asked(0, 640, 701), asked(1, 640, 700), asked(2, 640, 701), asked(3, 640, 1500)]
+    assert compute_input_token_overhead(records) == 61
+    assert compute_workload_summary(records, 1.0).input_token_count_mismatches == 1
+    exact = [asked(0, 256, 256), asked(1, 256, 256), asked(2, 256, 257)]
+    assert compute_input_token_overhead(exact) == 0
+    assert compute_workload_summary(exact, 1.0).input_token_count_mismatches == 1  # exact: exact
+    assert compute_input_token_overhead([ok(0, 0.1, 0.2, 4)]) is None

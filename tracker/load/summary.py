@@ -67,15 +67,35 @@ def compute_token_count_mismatches(records: Iterable[RequestRecord]) -> int | No
     return sum(1 for r in both if r.output_chunks != r.output_tokens)
 
 
+INPUT_TOKEN_SLACK = 1  # a prompt's first word may merge with a chat template's last token
+
+
+def _input_token_overheads(records: Iterable[RequestRecord]) -> list[int]:
+    return [r.input_tokens - r.requested_input_tokens for r in records
+            if r.ok and r.input_tokens_source is TokenSource.USAGE
+            and r.input_tokens is not None and r.requested_input_tokens is not None]
+
+
+def compute_input_token_overhead(records: Iterable[RequestRecord]) -> int | None:
+    """The median of ``usage.prompt_tokens`` minus the input length asked for: the tokens the
+    server adds on its own (a chat template's, a BOS), 0 when lengths are exact on completions;
+    None when no request had both."""
+    overheads = sorted(_input_token_overheads(records))
+    return overheads[(len(overheads) - 1) // 2] if overheads else None
+
+
 def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
-    """Successful requests whose server ``usage.prompt_tokens`` differs from the input length
-    the suite asked for; None when no request had both (nothing asked, or no usage). A chat
-    template's own tokens count as a difference: the JSON keeps both numbers per request."""
-    both = [r for r in records if r.ok and r.input_tokens_source is TokenSource.USAGE
-            and r.requested_input_tokens is not None]
-    if not both:
+    """Successful requests whose server ``usage.prompt_tokens`` is not the input length the
+    suite asked for plus the workload's own overhead (``compute_input_token_overhead``; within
+    one token where the server adds some, as a template's last token may merge): prompts the server did not count as asked (words in another tokenizer, a cut
+    prompt). A chat template's tokens, the same on every request, are not a mismatch; None when
+    no request had both counts (nothing asked, or no usage)."""
+    overheads = _input_token_overheads(records)
+    if not overheads:
         return None
-    return sum(1 for r in both if r.input_tokens != r.requested_input_tokens)
+    typical = sorted(overheads)[(len(overheads) - 1) // 2]
+    slack = INPUT_TOKEN_SLACK if typical else 0  # exact prompts with nothing added: exact
+    return sum(1 for o in overheads if abs(o - typical) > slack)
 
 
 def complete_cached_tokens(records: Sequence[RequestRecord]) -> tuple[RequestRecord, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tracker.load.summary import compute_turn_summaries
+from tracker.load.summary import compute_input_token_overhead, compute_turn_summaries
 from tracker.metrics import compute_hit_rate_source, compute_request_hit_rate, compute_workload_metrics
 from tracker.redaction import redact_optional
 from tracker.results import LatencyStats, RequestRecord, RunResult, WorkloadResult
@@ -30,10 +30,12 @@ LOAD_DEFINITIONS = {
                                  "SLOs for at least min_attainment of its requests",
     "token_count_mismatches": "successful requests whose usage.completion_tokens differs from "
                               "the content chunks received",
-    "input_token_count_mismatches": "successful requests whose usage.prompt_tokens differs from "
-                                    "the input length the suite asked for "
-                                    "(requested_input_tokens; a chat template's own tokens "
-                                    "count as a difference)",
+    "input_token_count_mismatches": "successful requests whose usage.prompt_tokens is not the "
+                                    "input length the suite asked for (requested_input_tokens) "
+                                    "plus the workload's input_token_overhead, within one token",
+    "input_token_overhead": "median of usage.prompt_tokens - requested_input_tokens: the tokens "
+                            "the server adds itself (a chat template's, a BOS); 0 when prompt "
+                            "lengths are exact on completions",
     "prefix_cache_hit_rate": "share of the prompt tokens the server served from its prefix "
                              "cache: its /metrics counters over the whole workload where it "
                              "exposes them (prefix_cache_hit_rate_source server_counters), else "
@@ -83,6 +85,7 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "capacity_at_slo_req_per_s": s.capacity_at_slo_req_per_s,
         "token_count_mismatches": s.token_count_mismatches,
         "input_token_count_mismatches": s.input_token_count_mismatches,
+        "input_token_overhead": compute_input_token_overhead(result.records),
         "prefix_cache_hit_rate": compute_workload_metrics(result).get("prefix_cache_hit_rate"),
         "prefix_cache_hit_rate_source": compute_hit_rate_source(result),
         "client_bound": result.client_bound,
@@ -183,8 +186,10 @@ def render_load_lines(workloads: Sequence[WorkloadResult]) -> list[str]:
             lines.append(f"{w.name}: {s.token_count_mismatches} requests where the server's token "
                          "count differs from the chunks received")
         if s.input_token_count_mismatches:
+            overhead = compute_input_token_overhead(w.records)
             lines.append(f"{w.name}: {s.input_token_count_mismatches} requests where the server's "
-                         "prompt token count differs from the input length asked for")
+                         "prompt token count is not the input length asked for"
+                         + (f" (plus the {overhead} tokens it adds to most)" if overhead else ""))
         if w.client_bound and s.client is not None:
             lines.append(f"CLIENT-BOUND {w.name}: {s.client.reason}")
     return lines
