@@ -18,7 +18,7 @@ from typing import Any
 from tracker.errors import ConfigError
 from tracker.inputs.suites import Workload
 from tracker.inputs.tokenizer import count_tokens
-from tracker.inputs.traffic import Message, PlannedSession, WorkloadTraffic
+from tracker.inputs.traffic import Message, PlannedRequest, PlannedSession, WorkloadTraffic
 from tracker.load.generator import RequestSpec
 
 ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions",
@@ -80,13 +80,22 @@ def build_request_specs(workload: Workload, traffic: WorkloadTraffic, *, model: 
         RequestSpec(
             body=encode_body(build_body(workload, model, request.messages, request.max_tokens,
                                         supports_ignore_eos)),
-            input_tokens_estimate=sum(count_tokens(m.content) for m in request.messages),
+            input_tokens_estimate=_estimate_input_tokens(request),
             requested_input_tokens=request.requested_input_tokens,
             arrival_s=request.arrival_s,
         )
         for request in traffic.requests
     ]
     return specs[: workload.warmup_requests], specs[workload.warmup_requests:]
+
+
+def _estimate_input_tokens(request: PlannedRequest) -> int:
+    """The client's count of a request's input (used where the server reports no usage): the
+    length the suite asked for where it asked one (already counted, in the model's tokenizer
+    when the prompts were made exact), else the word tokenizer's count of the messages."""
+    if request.requested_input_tokens is not None:
+        return request.requested_input_tokens
+    return sum(count_tokens(m.content) for m in request.messages)
 
 
 def compute_turn_messages(session: PlannedSession, turn: int,

@@ -50,7 +50,8 @@ MAX_WARM_CONNECTIONS = 1024
 @dataclass(frozen=True, slots=True)
 class RequestSpec:
     body: bytes  # the JSON request body, serialised once before timing starts
-    input_tokens_estimate: int  # the tracker tokenizer's count, used when the server reports none
+    input_tokens_estimate: int  # the client's count (the length asked for, else words), used
+    # when the server reports none
     requested_input_tokens: int | None = None  # what the suite asked for (kept on the record)
     arrival_s: float | None = None  # a trace's planned start, s after its first row
 
