@@ -88,8 +88,9 @@ def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> in
     """Successful requests whose server ``usage.prompt_tokens`` is not the input length the
     suite asked for plus the workload's own overhead (``compute_input_token_overhead``; within
     one token where the server adds some, as a template's last token may merge): prompts the
-    server did not count as asked (words in another tokenizer, a cut prompt). A chat template's tokens, the same on every request, are not a mismatch; None when
-    no request had both counts (nothing asked, or no usage)."""
+    server did not count as asked (words in another tokenizer, a cut prompt). A chat
+    template's tokens, the same on every request, are not a mismatch; None when no request had
+    both counts (nothing asked, or no usage)."""
     overheads = _input_token_overheads(records)
     if not overheads:
         return None
