@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
 from tests.scripted_server import (
@@ -204,6 +205,11 @@ async def test_a_failed_turn_ends_its_session_and_its_later_turns_are_not_sent(
     sessions_json = render_load_json(result)["sessions"]
     assert (sessions_json["unsent_turns"], sessions_json["ended_by_a_failure"]) == (1, 1)
     assert (result.summary.completed, result.summary.failed) == (4, 1)
+    assert sessions_json["sessions_without_a_failure"] == 1
+    assert sessions_json["mean_turns_per_session"] == 2.5  # 2 sent in s0, 3 in s1
+    whole = [r for r in result.records if r.session == 1]
+    expected_ms = (whole[-1].start_s + (whole[-1].e2el_s or 0) - whole[0].start_s) * 1000
+    assert sessions_json["median_session_duration_ms"] == pytest.approx(expected_ms)
 
 
 async def test_the_next_turn_waits_the_think_time_after_the_answer(

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tracker.load.summary import compute_input_token_overhead, compute_turn_summaries
+from tracker.load.summary import (
+    compute_input_token_overhead,
+    compute_latency_stats,
+    compute_turn_summaries,
+)
 from tracker.metrics import compute_hit_rate_source, compute_request_hit_rate, compute_workload_metrics
 from tracker.redaction import redact_optional
 from tracker.results import LatencyStats, RequestRecord, RunResult, WorkloadResult
@@ -127,8 +131,25 @@ def render_sessions_json(result: WorkloadResult) -> dict[str, Any]:
                 "prefix_cache_hit_rate": compute_request_hit_rate(by_turn[turn]),
                 **render_stats_ms("ttft", t.ttft), **render_stats_ms("e2el", t.e2el)}
                for turn, t in compute_turn_summaries(records, s.duration_s).items()],
+        **_per_session(records),
     )
     return sessions
+
+
+def _per_session(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """Per conversation: how many ran every turn they were sent without a failure, and how long
+    one took from its first request leaving to its last answer's end (think time included)."""
+    by_session: dict[int, list[RequestRecord]] = {}
+    for record in records:
+        if record.session is not None:
+            by_session.setdefault(record.session, []).append(record)
+    whole = [turns for turns in by_session.values() if all(r.ok for r in turns)]
+    durations = [max(r.start_s + (r.e2el_s or 0.0) for r in turns) - min(r.start_s for r in turns)
+                 for turns in whole]
+    return {"sessions_without_a_failure": len(whole) if by_session else None,
+            "mean_turns_per_session": (sum(len(t) for t in by_session.values()) / len(by_session)
+                                       if by_session else None),
+            **render_stats_ms("session_duration", compute_latency_stats(durations))}
 
 
 def render_request_json(record: RequestRecord) -> dict[str, Any]:
