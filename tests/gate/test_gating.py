@@ -67,8 +67,8 @@ def test_the_sequential_gate_stops_after_the_first_round_of_a_clear_regression(
     assert _gate(files, "slow", "--json", str(out), repeats=None) == 1
     markdown = capsys.readouterr().out
     rounds = json.loads(out.read_text(encoding="utf-8"))["rounds"]
-    assert rounds["sequential"] and rounds["max_rounds"] == 8 and rounds["rounds"] <= 2
-    assert f"**rounds** sequential: decided after {rounds['rounds']} of 8 rounds" in markdown
+    assert rounds["sequential"] and rounds["max_rounds"] == 6 and rounds["rounds"] <= 4
+    assert f"**rounds** sequential: decided after {rounds['rounds']} of 6 rounds" in markdown
     ttft_row = next(line for line in markdown.splitlines() if "| TTFT median |" in line)
     assert "❌ regression" in ttft_row
 

@@ -252,7 +252,7 @@ def add_gate_parsers(sub: Subparsers) -> None:
                         help="sequential (the default): run rounds of a base run then a head "
                              "run and stop as soon as every metric is decided (a regression "
                              "shown, or one of the minimum effect ruled out), at most M rounds "
-                             "(default: 8); the report says how many it took")
+                             "(default: 6); the report says how many it took")
     rounds.add_argument("--repeats", type=int, metavar="N",
                         help="fixed design instead: exactly N rounds (N runs of each config, "
                              "interleaved ABAB), judged once at the end")

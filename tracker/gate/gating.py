@@ -44,7 +44,7 @@ class GateOutcome(StrEnum):
 # The dashboard's Compare judges the same, and the server's prefix-cache hit rate where its
 # counters were scraped (a metric neither side measured is no row at all)
 GATE_METRICS: tuple[Metric, ...] = (*COMPARED_METRICS, REGISTRY["prefix_cache_hit_rate"])
-DEFAULT_MAX_ROUNDS = 8
+DEFAULT_MAX_ROUNDS = 6
 
 
 def compute_label(metric: Metric) -> str:
