@@ -128,6 +128,9 @@ def headline_changes(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFr
     return rows
 
 
+P_COLUMN = "p (head worse)"  # one-sided: an improvement reads near 1
+
+
 def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
     """Every metric's delta; the judged ones with the verdict, interval, p-value and reason."""
     table = metric_table(metrics)
@@ -135,9 +138,9 @@ def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) ->
     judged["interval %"] = [
         None if pd.isna(low) else f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
         for low, high in zip(judged["ci_low"], judged["ci_high"], strict=True)]
-    judged = judged.rename(columns={"outcome": "verdict", "p_value": "p"})
-    merged = table.merge(judged[["workload", "metric", "verdict", "interval %", "p", "samples",
-                                 "reason"]], on=["workload", "metric"], how="left")
+    judged = judged.rename(columns={"outcome": "verdict", "p_value": P_COLUMN})
+    merged = table.merge(judged[["workload", "metric", "verdict", "interval %", P_COLUMN,
+                                 "samples", "reason"]], on=["workload", "metric"], how="left")
     order = {"regression": 0, "improvement": 1, "inconclusive": 2, "no_change": 3}
     merged["_rank"] = merged["verdict"].map(order).fillna(4)
     return merged.sort_values(["_rank"], kind="stable").drop(columns="_rank")

@@ -1,13 +1,12 @@
 """Verdicts for the Compare page and change points for Trends, from ``tracker.analysis``.
 
 Only analysis decides "regression": this module gathers the samples it needs and turns its
-answers into frames. Per-request samples above ``MAX_SAMPLES`` (chunk gaps, mostly) are cut to
-a seeded random sample of that size so a page answers in time; the table says when.
+answers into frames. Every request is judged (the analysis is numpy/SciPy: 100,000 requests a
+side in well under a second, ``bench/compare_speed.py``). ``p_value`` is the one-sided p-value of
+"head is worse" in the metric's bad direction (an improvement reads near 1).
 """
 
 from __future__ import annotations
-
-import random
 
 import pandas as pd
 
@@ -16,16 +15,8 @@ from tracker.dashboard.trend_series import display_unit
 from tracker.metrics import COMPARED_METRICS, Metric, compute_samples
 from tracker.results import RunResult, WorkloadResult
 
-MAX_SAMPLES = 1000
-RESAMPLES = 400
 VERDICT_COLUMNS = ["workload", "metric", "outcome", "rel_change", "ci_low", "ci_high",
                    "p_value", "samples", "reason"]
-
-
-def _capped(values: list[float]) -> list[float]:
-    if len(values) <= MAX_SAMPLES:
-        return values
-    return random.Random(len(values)).sample(values, MAX_SAMPLES)
 
 
 def _row(workload: str, metric: str, verdict: Verdict, samples: str) -> tuple[object, ...]:
@@ -56,11 +47,8 @@ def _verdict_row(base: WorkloadResult, head: WorkloadResult,
             return []
         verdict = compare_samples([before], [after], metric)
         return [_row(base.name, metric.name, verdict, "1 run vs 1 run")]
-    note = f"{len(before)} vs {len(after)}"
-    if max(len(before), len(after)) > MAX_SAMPLES:
-        note += f" (random {MAX_SAMPLES} per side)"
-    verdict = compare_samples(_capped(before), _capped(after), metric, resamples=RESAMPLES)
-    return [_row(base.name, metric.name, verdict, note)]
+    verdict = compare_samples(before, after, metric)
+    return [_row(base.name, metric.name, verdict, f"{len(before)} vs {len(after)}")]
 
 
 def compute_change_points(shaped: pd.DataFrame) -> pd.DataFrame:
