@@ -141,3 +141,19 @@ def test_the_log_statistic_of_a_run() -> None:
     assert compute_log_statistic([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0], "median") \
         == pytest.approx(math.log(4.5))
     assert compute_log_statistic([0.0, 1.0], "mean") == "values must be finite and > 0 for a ratio"
+
+
+def test_no_change_that_cannot_be_ruled_out_stops_when_more_rounds_would_not_show_one() -> None:
+    """A 2 % regression cannot be ruled out at this noise in 8 rounds; the gate still stops
+    early on most null trials, the rows futile: inconclusive, never a regression."""
+    played = [_gate_on(seed, 0.0) for seed in range(40)]
+    assert np.mean([state.rounds for state in played]) < 5.0
+    stopped = [state for state in played if state.decided]
+    assert len(stopped) >= 30
+    for state in stopped:
+        assert state.regressed == ()
+        assert {row.status for row in state.rows} <= {RowStatus.FUTILE, RowStatus.NO_REGRESSION}
+    futile = next(row for state in stopped for row in state.rows
+                  if row.status is RowStatus.FUTILE)
+    assert futile.verdict.outcome is Outcome.INCONCLUSIVE
+    assert "more rounds would likely not show one (conditional power" in futile.verdict.reason

@@ -7,23 +7,29 @@ positive ``d`` is worse. The run is the unit of replication: the rounds' own spr
 noise, whatever its source (requests of one run are far from independent: they share batches,
 and a whole run drifts), so nothing is assumed about it beyond a normal ``d``.
 
-Two anytime-valid tests per row, valid however often one looks (the scale-invariant sequential
-t-test: the likelihood ratio of the t statistic, noncentral against central t, mixed over
-effect sizes ``delta = mu / sigma``; Perez-Ortiz, Lardy, de Heide and Grunwald, "E-statistics,
-group invariance and anytime valid testing", 2024):
+A group-sequential t-test per row, valid at every look up to ``max_rounds`` (not beyond): after
+round ``n >= 2`` the two-sample t-test of the rounds' log statistics (pooled variance,
+``2n - 2`` degrees of freedom, as ``compare_samples`` does over runs) gives a one-sided p-value;
+under "no change" the t statistics of the looks are pivotal (their joint law does not depend on
+the noise), so the smallest p-value over all looks has a null law computed once by a seeded
+simulation, and mapping the running minimum through it (``compute_sequential_p``) is an exact
+p-value however many looks were taken (Pocock's repeated significance test, on the p scale):
 
-- *regression*: the one-sided e-process against "no worse" (``mu <= 0``); its running maximum
-  gives an anytime-valid p-value, and Holm over the family of rows spends one ``alpha`` for the
-  whole gate. A row is regressed once Holm rejects it and the estimate is at least its
+- *regression*: Holm over the family's sequential p-values spends one ``alpha`` for the whole
+  gate. A row is regressed once Holm rejects it and the estimate is at least its
   ``min_effect``.
-- *no regression*: the confidence sequence (the same test inverted, intersected over rounds)
-  lies below ``min_effect``: a regression that matters is ruled out.
+- *no regression*: the confidence sequence (each look's t interval at the per-look level that
+  keeps the whole sequence at ``alpha``, intersected over the looks) lies below ``min_effect``:
+  a regression that matters is ruled out.
 
-Both decisions are final. Nothing is decided before the second round (one round has no
-spread). The gate is decided at its first regression (more rounds could not take it back) or
-once every row that can be judged has ruled one out; it stops at ``max_rounds`` otherwise, the
-undecided rows inconclusive. A row whose runs are too small for
-its statistic (a p99 of 50 requests) is never judged and never holds the gate.
+Both decisions are final. A row that has neither is *futile* while its conditional power (the
+chance that the last look shows a regression if the trend so far holds) is under 10 %: a
+futility stop only gives up looks, so it never adds a false alarm. Nothing is decided before
+the second round (one round has no spread). The gate is decided at its first regression (more
+rounds could not take it back) or once every row that can be judged has ruled one out or is
+futile; it stops at ``max_rounds`` otherwise, the undecided rows inconclusive. A row whose runs
+are too small for its statistic (a p99 of 50 requests) is never judged and never holds the
+gate.
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
-from scipy.special import logsumexp  # type: ignore[import-untyped]
 
 from tracker.analysis.compare import Outcome, Verdict
 
@@ -44,16 +50,16 @@ QUANTILES: dict[str, float] = {"median": 0.5, "p90": 0.9, "p99": 0.99}
 STATISTICS = (*QUANTILES, "mean")
 MIN_VALUES = 8  # per run, for a per-request statistic
 TAIL_VALUES = 2.0  # a quantile q needs this many values beyond it per run: n * (1 - q) >= 2
-# the effect sizes mu / sigma the e-process is mixed over, equal weights: from half the rounds'
-# spread to 32 times it (a config that halves throughput on a quiet machine)
-EFFECT_SIZES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
-MAX_T = 1e6  # rounds that agree exactly: a t statistic this large
+FUTILITY_POWER = 0.1  # a row is futile while its conditional power is below this
+NULL_SEQUENCES = 200_000  # simulated null sequences behind the looks' calibration
+NULL_SEED = 20261201
 
 
 class RowStatus(StrEnum):
     REGRESSED = "regressed"
     NO_REGRESSION = "no_regression"
     UNDECIDED = "undecided"
+    FUTILE = "futile"  # undecided, but more rounds would likely not show a regression (for now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +105,16 @@ class _Track:
     """What one row has seen: each round's signed log ratio, and its two tests so far."""
 
     row: SequentialRow
-    ratios: list[float] = field(default_factory=list)
+    base_logs: list[float] = field(default_factory=list)  # signed: worse is larger on head
+    head_logs: list[float] = field(default_factory=list)
     base_values: list[float] = field(default_factory=list)
     head_values: list[float] = field(default_factory=list)
     base_runs: int = 0
     head_runs: int = 0
     shortfall: str | None = None  # why a round did not count
-    max_log_e: float = 0.0  # running maximum of the regression e-process (log)
+    min_p: float = 1.0  # the smallest one-sided p-value over the looks so far
+    last_p: float = 1.0  # the latest look's
+    conditional_power: float | None = None  # of showing a regression by the last round
     low: float = -math.inf  # the confidence sequence (log, worse > 0), intersected over rounds
     high: float = math.inf
     status: RowStatus = RowStatus.UNDECIDED
@@ -113,11 +122,11 @@ class _Track:
 
     @property
     def judged(self) -> bool:
-        return bool(self.ratios)
+        return bool(self.head_logs)
 
     @property
     def estimate(self) -> float:
-        return float(np.mean(self.ratios))
+        return float(np.mean(self.head_logs) - np.mean(self.base_logs))
 
 
 class SequentialGate:
@@ -149,22 +158,24 @@ class SequentialGate:
         for track in self._tracks:
             pair = samples.get(track.row.key)
             if pair is not None and len(pair[0]) and len(pair[1]):
-                _add_round(track, pair[0], pair[1], self.alpha)
+                _add_round(track, pair[0], pair[1], self.alpha, self.max_rounds)
         self._decide()
         return self.state()
 
     def state(self) -> SequentialState:
-        rows = tuple(RowState(t.row.key, t.status, _verdict(t, self.alpha, self._rounds),
+        rows = tuple(RowState(t.row.key, _status(t), _verdict(t, self.alpha, self._rounds,
+                                                              self.max_rounds),
                               t.decided_round) for t in self._tracks)
         judged = [t for t in self._tracks if t.judged]
         regressed = tuple(t.row.key for t in self._tracks if t.status is RowStatus.REGRESSED)
-        ruled_out = bool(judged) and all(t.status is RowStatus.NO_REGRESSION for t in judged)
+        settled = (RowStatus.NO_REGRESSION, RowStatus.FUTILE)
+        ruled_out = bool(judged) and all(_status(t) in settled for t in judged)
         decided = bool(regressed) or ruled_out
         return SequentialState(self._rounds, self.max_rounds, decided, regressed, rows)
 
     def _decide(self) -> None:
         judged = [t for t in self._tracks if t.judged]
-        rejected = compute_holm([_p_value(t) for t in judged], self.alpha)
+        rejected = compute_holm([_p_value(t, self.max_rounds) for t in judged], self.alpha)
         for track, reject in zip(judged, rejected, strict=True):
             if track.status is not RowStatus.UNDECIDED:
                 continue
@@ -173,6 +184,32 @@ class SequentialGate:
                 track.status, track.decided_round = RowStatus.REGRESSED, self._rounds
             elif track.high < threshold:
                 track.status, track.decided_round = RowStatus.NO_REGRESSION, self._rounds
+            else:
+                track.conditional_power = _conditional_power(track, self._rounds,
+                                                             self.max_rounds,
+                                                             self.alpha / len(judged))
+
+
+def _status(track: _Track) -> RowStatus:
+    power = track.conditional_power
+    if track.status is RowStatus.UNDECIDED and power is not None and power < FUTILITY_POWER:
+        return RowStatus.FUTILE
+    return track.status
+
+
+def _conditional_power(track: _Track, rounds: int, max_rounds: int,
+                       alpha: float) -> float | None:
+    """The chance that the last round's look shows a regression if the rounds to come follow
+    the trend so far (Lan and Wittes's B-value: ``B(f) = Z sqrt(f)`` at information fraction
+    ``f``, drifting by ``Z / sqrt(f)`` per unit), tested at the per-look level of a row that
+    gets ``alpha`` alone. A futility stop never adds a false alarm: it only gives up looks."""
+    if len(track.head_logs) < 2 or rounds >= max_rounds:
+        return None
+    fraction = rounds / max_rounds
+    z = float(scipy_stats.norm.isf(min(max(track.last_p, 1e-12), 1.0 - 1e-12)))
+    critical = float(scipy_stats.norm.isf(compute_look_level(max_rounds, alpha)))
+    return float(scipy_stats.norm.sf((critical - z / math.sqrt(fraction))
+                                     / math.sqrt(1.0 - fraction)))
 
 
 def compute_holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -207,7 +244,7 @@ def compute_log_statistic(values: Sequence[float], statistic: str) -> float | st
 
 
 def _add_round(track: _Track, base: Sequence[float], head: Sequence[float],
-               alpha: float) -> None:
+               alpha: float, max_rounds: int) -> None:
     b = compute_log_statistic(base, track.row.statistic)
     h = compute_log_statistic(head, track.row.statistic)
     track.base_values.extend(base)
@@ -218,59 +255,74 @@ def _add_round(track: _Track, base: Sequence[float], head: Sequence[float],
         track.shortfall = b if isinstance(b, str) else str(h)
         return
     sign = 1.0 if track.row.lower_is_better else -1.0
-    track.ratios.append(sign * (h - b))
-    n = len(track.ratios)
-    if n < 2:
+    track.base_logs.append(sign * b)
+    track.head_logs.append(sign * h)
+    n = len(track.head_logs)
+    if n < 2 or n > max_rounds:
         return
-    mean, sd = track.estimate, float(np.std(track.ratios, ddof=1))
-    track.max_log_e = max(track.max_log_e, compute_log_e_value(_t(mean, sd, n), n))
-    half = compute_boundary(n, alpha) * sd / math.sqrt(n)
-    track.low, track.high = max(track.low, mean - half), min(track.high, mean + half)
+    diff, se = track.estimate, _standard_error(track.base_logs, track.head_logs)
+    df = 2 * n - 2
+    if se == 0.0:
+        p_value, half = (0.0 if diff > 0.0 else 1.0), 0.0
+    else:
+        p_value = float(scipy_stats.t.sf(diff / se, df))
+        half = float(scipy_stats.t.isf(compute_look_level(max_rounds, alpha), df)) * se
+    track.min_p, track.last_p = min(track.min_p, p_value), p_value
+    track.low, track.high = max(track.low, diff - half), min(track.high, diff + half)
 
 
-def _t(mean: float, sd: float, n: int) -> float:
-    if sd == 0.0:
-        return 0.0 if mean == 0.0 else math.copysign(MAX_T, mean)
-    return max(-MAX_T, min(MAX_T, math.sqrt(n) * mean / sd))
-
-
-def compute_log_e_value(t: float, n: int) -> float:
-    """log of the sequential t-test's e-value against ``mu <= 0`` after ``n >= 2`` rounds: the
-    noncentral-t likelihood ratio of the t statistic, averaged over ``EFFECT_SIZES``."""
-    sizes = np.asarray(EFFECT_SIZES)
-    ratios = (scipy_stats.nct.logpdf(t, n - 1, sizes * math.sqrt(n))
-              - scipy_stats.t.logpdf(t, n - 1))
-    return float(logsumexp(ratios) - math.log(len(sizes)))
+def _standard_error(base: Sequence[float], head: Sequence[float]) -> float:
+    """Of the difference of two means, pooled variance (equal rounds on both sides)."""
+    squares = float(np.sum((np.asarray(base) - np.mean(base)) ** 2)
+                    + np.sum((np.asarray(head) - np.mean(head)) ** 2))
+    n = len(head)
+    return math.sqrt(squares / (2 * n - 2) * (2.0 / n))
 
 
 @functools.cache
-def compute_boundary(n: int, alpha: float) -> float:
-    """The t at which the e-value reaches ``1 / alpha`` after ``n`` rounds: each end of the
-    confidence sequence is ``mean -+ t * sd / sqrt(n)``, where a one-sided test of that value
-    would just reject. The e-value grows with t; found by bisection (infinite if never)."""
-    target = math.log(1.0 / alpha)
-    if compute_log_e_value(MAX_T, n) < target:
-        return math.inf
-    low, high = 0.0, 1.0
-    while compute_log_e_value(high, n) < target:
-        high *= 2.0
-    for _ in range(60):
-        middle = (low + high) / 2.0
-        if compute_log_e_value(middle, n) < target:
-            low = middle
-        else:
-            high = middle
-    return high
+def compute_null_min_p(max_rounds: int) -> npt.NDArray[np.float64]:
+    """The null law of the smallest one-sided p-value over looks 2..max_rounds, sorted: the
+    two-sample t of ``n`` rounds a side at every ``n``, on seeded normal sequences (the t
+    statistics are pivotal: any mean and noise give the same law)."""
+    rng = np.random.default_rng(NULL_SEED)
+    shape = (NULL_SEQUENCES, max_rounds)
+    base, head = rng.standard_normal(shape), rng.standard_normal(shape)
+    smallest = np.ones(NULL_SEQUENCES)
+    for n in range(2, max_rounds + 1):
+        x, y = base[:, :n], head[:, :n]
+        squares = (((x - x.mean(1, keepdims=True)) ** 2).sum(1)
+                   + ((y - y.mean(1, keepdims=True)) ** 2).sum(1))
+        se = np.sqrt(squares / (2 * n - 2) * (2.0 / n))
+        p = scipy_stats.t.sf((y.mean(1) - x.mean(1)) / se, 2 * n - 2)
+        smallest = np.minimum(smallest, p)
+    return np.sort(smallest)
 
 
-def _p_value(track: _Track) -> float:
-    return min(1.0, math.exp(-track.max_log_e))
+def compute_sequential_p(min_p: float, max_rounds: int) -> float:
+    """The chance under "no change" that some look up to ``max_rounds`` gets a p-value as small
+    as ``min_p``: an exact p-value for the whole sequence of looks."""
+    if max_rounds < 2:
+        return 1.0
+    null = compute_null_min_p(max_rounds)
+    return min(1.0, (int(np.searchsorted(null, min_p, side="right")) + 1) / (len(null) + 1))
+
+
+@functools.cache
+def compute_look_level(max_rounds: int, alpha: float) -> float:
+    """The one-sided level each look is tested at so that all looks together keep ``alpha``."""
+    if max_rounds < 2:
+        return alpha
+    return float(np.quantile(compute_null_min_p(max_rounds), alpha))
+
+
+def _p_value(track: _Track, max_rounds: int) -> float:
+    return compute_sequential_p(track.min_p, max_rounds)
 
 
 # --- the verdict ------------------------------------------------------------------------------
 
 
-def _verdict(track: _Track, alpha: float, rounds: int) -> Verdict:
+def _verdict(track: _Track, alpha: float, rounds: int, max_rounds: int) -> Verdict:
     row = track.row
     rel: float | None = None
     ci: tuple[float, float] | None = None
@@ -282,11 +334,11 @@ def _verdict(track: _Track, alpha: float, rounds: int) -> Verdict:
     else:
         sign = 1.0 if row.lower_is_better else -1.0
         low, high = sorted((_relative(sign * track.low), _relative(sign * track.high)))
-        rel, p_value = math.expm1(sign * track.estimate), _p_value(track)
+        rel, p_value = math.expm1(sign * track.estimate), _p_value(track, max_rounds)
         outcome, reason = _outcome(track, rel, (low, high), p_value, rounds)
         ci = (low, high) if math.isfinite(low) and math.isfinite(high) and low > -1.0 else None
-        method = (f"sequential t-test over {len(track.ratios)} paired round(s) of each run's "
-                  f"{row.statistic} (log ratio)")
+        method = (f"group-sequential t-test over {len(track.head_logs)} round(s) of each run's "
+                  f"log {row.statistic}, looks 2..{max_rounds}")
     return Verdict(
         outcome=outcome, rel_change=rel, ci=ci, p_value=p_value, statistic=row.statistic,
         lower_is_better=row.lower_is_better, base_value=_pooled(track.base_values, row),
@@ -299,7 +351,7 @@ def _verdict(track: _Track, alpha: float, rounds: int) -> Verdict:
 def _outcome(track: _Track, rel: float, ci: tuple[float, float], p_value: float,
              rounds: int) -> tuple[Outcome, str]:
     effect = track.row.min_effect
-    interval = f"{rel:+.1%} [{ci[0]:+.1%}, {ci[1]:+.1%}], anytime p={p_value:.3g}"
+    interval = f"{rel:+.1%} [{ci[0]:+.1%}, {ci[1]:+.1%}], sequential p={p_value:.3g}"
     when = f" (round {track.decided_round})" if track.decided_round is not None else ""
     if track.status is RowStatus.REGRESSED:
         return Outcome.REGRESSION, (f"worse{when}: {interval}; significant for the gate's family "
@@ -310,8 +362,12 @@ def _outcome(track: _Track, rel: float, ci: tuple[float, float], p_value: float,
             return Outcome.IMPROVEMENT, f"better{when}: {interval}; no regression"
         return Outcome.NO_CHANGE, (f"no regression{when}: {interval} rules out a regression "
                                    f"of {effect:.1%}")
+    futile = ""
+    if _status(track) is RowStatus.FUTILE and track.conditional_power is not None:
+        futile = (f"; more rounds would likely not show one (conditional power "
+                  f"{track.conditional_power:.0%})")
     return Outcome.INCONCLUSIVE, (f"inconclusive after {rounds} round(s): {interval} neither "
-                                  f"shows nor rules out a regression of {effect:.1%}")
+                                  f"shows nor rules out a regression of {effect:.1%}{futile}")
 
 
 def _relative(log_ratio: float) -> float:

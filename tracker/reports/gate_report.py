@@ -124,10 +124,11 @@ def _legend(result: GateResult) -> str:
               "over its rows).")
     if result.rounds is not None and result.rounds.sequential:
         return (f"<sub>change = head vs base with its {confidence:.0%} confidence sequence "
-                "(valid after every round): a sequential mixture test on each round's log "
-                "ratio of the run's statistic, run-to-run drift counted as noise. A regression "
-                "is significant and at least the metric's minimum effect; the gate stops once "
-                "every row shows a regression or rules one out. " + family + "</sub>")
+                "(valid at every round): a group-sequential t-test over the rounds of each "
+                "run's statistic (the run is the unit: run-to-run drift is the noise). A "
+                "regression is significant and at least the metric's minimum effect; the gate "
+                "stops at the first one, or once every row rules one out or would likely not "
+                "show one in the rounds left. " + family + "</sub>")
     return (f"<sub>change = head vs base with its {confidence:.0%} interval; latencies per "
             "request (median: Mann-Whitney U and Hodges-Lehmann, or a bootstrap over runs; p99: "
             "bootstrap), throughput per run (Welch t). A regression is significant and at least "
