@@ -250,9 +250,10 @@ def add_gate_parsers(sub: Subparsers) -> None:
     rounds = gate.add_mutually_exclusive_group()
     rounds.add_argument("--max-rounds", type=int, metavar="M",
                         help="sequential (the default): run rounds of a base run then a head "
-                             "run and stop as soon as every metric is decided (a regression "
-                             "shown, or one of the minimum effect ruled out), at most M rounds "
-                             "(default: 6); the report says how many it took")
+                             "run, judged after each, and stop as soon as the verdict is clear "
+                             "(the first regression, or every metric's ruled out or unlikely "
+                             "to show in the rounds left), at most M rounds (default: 6); the "
+                             "report says how many it took")
     rounds.add_argument("--repeats", type=int, metavar="N",
                         help="fixed design instead: exactly N rounds (N runs of each config, "
                              "interleaved ABAB), judged once at the end")
