@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from tracker.analysis import Outcome
+from tracker.analysis.family import compute_holm_adjusted
 from tracker.analysis.sequential import (
     RowStatus,
     SequentialGate,
     SequentialRow,
     SequentialState,
-    compute_holm,
     compute_log_statistic,
 )
 
@@ -130,9 +130,12 @@ def test_max_rounds_undecided_is_inconclusive_and_no_more_rounds_are_taken() -> 
 
 
 def test_holm_rejects_step_down_on_literal_p_values() -> None:
-    assert compute_holm([0.01, 0.04, 0.03, 0.2], 0.05) == [True, False, False, False]
-    assert compute_holm([0.01, 0.02, 0.5], 0.06) == [True, True, False]
-    assert compute_holm([], 0.05) == []
+    def holm(p_values: list[float], alpha: float) -> list[bool]:
+        return [p <= alpha for p in compute_holm_adjusted(p_values)]
+
+    assert holm([0.01, 0.04, 0.03, 0.2], 0.05) == [True, False, False, False]
+    assert holm([0.01, 0.02, 0.5], 0.06) == [True, True, False]
+    assert holm([], 0.05) == []
 
 
 def test_the_log_statistic_of_a_run() -> None:

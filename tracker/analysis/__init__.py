@@ -4,6 +4,8 @@ Public API (documented in docs/gate.md):
 
 - ``compare_samples(base, head, metric) -> Verdict`` (a ``tracker.metrics`` metric: its direction)
 - ``judge_family(verdicts, alpha=0.05) -> FamilyJudgement`` (one false-alarm budget per gate: Holm)
+- ``SequentialGate(rows, ...)``: base vs head judged after every round of one run a side,
+  stopping when clear (``tracker.analysis.sequential``)
 - ``detect_change_points(values) -> list[ChangePoint]``
 - ``ChangeMonitor().observe(value) -> list[ChangePoint]``
 - ``compute_attribution(...) -> Attribution`` (what changed around a change point)
@@ -14,6 +16,7 @@ from tracker.analysis.changepoints import ChangePoint, detect_change_points
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
 from tracker.analysis.family import FamilyJudgement, judge_family
 from tracker.analysis.monitor import ChangeMonitor
+from tracker.analysis.sequential import RowStatus, SequentialGate, SequentialRow, SequentialState
 from tracker.inputs.config_diff import Change
 
 __all__ = [
@@ -23,6 +26,10 @@ __all__ = [
     "ChangePoint",
     "FamilyJudgement",
     "Outcome",
+    "RowStatus",
+    "SequentialGate",
+    "SequentialRow",
+    "SequentialState",
     "Verdict",
     "compare_samples",
     "compute_attribution",

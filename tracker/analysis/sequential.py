@@ -45,6 +45,7 @@ import numpy.typing as npt
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from tracker.analysis.compare import Outcome, Verdict
+from tracker.analysis.family import compute_holm_adjusted
 
 QUANTILES: dict[str, float] = {"median": 0.5, "p90": 0.9, "p99": 0.99}
 STATISTICS = (*QUANTILES, "mean")
@@ -175,7 +176,8 @@ class SequentialGate:
 
     def _decide(self) -> None:
         judged = [t for t in self._tracks if t.judged]
-        rejected = compute_holm([_p_value(t, self.max_rounds) for t in judged], self.alpha)
+        adjusted = compute_holm_adjusted([_p_value(t, self.max_rounds) for t in judged])
+        rejected = [p <= self.alpha for p in adjusted]
         for track, reject in zip(judged, rejected, strict=True):
             if track.status is not RowStatus.UNDECIDED:
                 continue
@@ -210,17 +212,6 @@ def _conditional_power(track: _Track, rounds: int, max_rounds: int,
     critical = float(scipy_stats.norm.isf(compute_look_level(max_rounds, alpha)))
     return float(scipy_stats.norm.sf((critical - z / math.sqrt(fraction))
                                      / math.sqrt(1.0 - fraction)))
-
-
-def compute_holm(p_values: Sequence[float], alpha: float) -> list[bool]:
-    """Holm's step-down: which hypotheses are rejected with family-wise error <= ``alpha``."""
-    order = sorted(range(len(p_values)), key=p_values.__getitem__)
-    rejected = [False] * len(p_values)
-    for rank, index in enumerate(order):
-        if p_values[index] > alpha / (len(p_values) - rank):
-            break
-        rejected[index] = True
-    return rejected
 
 
 # --- one round of one row --------------------------------------------------------------------
