@@ -6,6 +6,14 @@ point whose estimated location moves by up to ``tolerance`` nights as more data 
 same change and is not alerted again. A change is alerted only once it persists: the median of
 the last ``confirm`` nights must sit nearer the new level than the old one, so a spike that is
 already reverting is never alerted.
+
+When that finds nothing new, the tail test (``changepoint_tail.py``) looks for a step among the
+newest ``TAIL_REACH`` nights only, against the 60 nights before it: it pays for a handful of
+splits instead of every split of the window, so a step is alerted about as soon as it has
+``min_segment`` nights, and it asks that the step persist (its first night and nearly every one
+since past the midpoint of the two levels). It spends some of the monitor's quietness on
+recall: ``TAIL_ALPHA`` was picked on the fleet generator's tuning seed (``bench/detection.py``).
+The metric's direction (``lower_is_better``), when given, goes to ``detect_change_points``.
 """
 
 from __future__ import annotations
@@ -13,6 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
+from tracker.analysis.changepoint_tail import TAIL_BEFORE, detect_recent_step
 from tracker.analysis.changepoints import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_REL_CHANGE,
@@ -25,6 +36,7 @@ from tracker.analysis.stats import compute_median
 DEFAULT_WINDOW = 120
 DEFAULT_TOLERANCE = 3
 DEFAULT_CONFIRM = 3
+TAIL_ALPHA = 0.003  # of the tail test for a step among the newest nights (0: off)
 
 
 class ChangeMonitor:
@@ -87,7 +99,28 @@ class ChangeMonitor:
                 continue
             self._alerted.append(located)
             new.append(located)
+        if not new and TAIL_ALPHA > 0.0:
+            new += self._recent_step()
         return new
+
+    def _recent_step(self) -> list[ChangePoint]:
+        """A step among the newest nights, by the tail test (``changepoint_tail``), counted
+        from the last alerted change so an older step is not compared with."""
+        positions = [i for i, v in enumerate(self._values) if v is not None]
+        latest = max((p.index for p in self._alerted), default=0)
+        start = max(latest, len(self._values) - self.window)
+        kept = [i for i in positions if i >= start]
+        series = np.array([self._values[i] for i in kept], dtype=np.float64)
+        found = detect_recent_step(series, self.min_segment, TAIL_ALPHA, self.min_rel_change)
+        if found is None or self._known(kept[found[0]]):
+            return []
+        split = found[0]
+        before = float(np.median(series[max(0, split - TAIL_BEFORE):split]))
+        after = float(np.median(series[split:]))
+        point = ChangePoint(kept[split], before, after,
+                            None if before == 0.0 else after / before - 1.0, found[1])
+        self._alerted.append(point)
+        return [point]
 
     def _known(self, index: int) -> bool:
         return any(abs(index - point.index) <= self.tolerance for point in self._alerted)
