@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=300, help="histories per set")
     parser.add_argument("--nights", type=int, default=160)
-    parser.add_argument("--old-seed", type=int, default=2026, help="the old generator's seed")
+    parser.add_argument("--old-seed", "--seed", type=int, default=2026,
+                        help="the old generator's seed (--seed: its former name)")
     parser.add_argument("--tune-seed", type=int, default=11, help="fleet seed knobs were picked on")
     parser.add_argument("--report-seed", type=int, default=2027, help="fleet seed to report")
     parser.add_argument("--skip-old", action="store_true", help="only the fleet generator")
