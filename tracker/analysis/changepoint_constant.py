@@ -25,8 +25,8 @@ def is_bit_constant(values: NDArray[np.float64]) -> bool:
 
 def compute_runs(values: NDArray[np.float64]) -> list[tuple[int, int]]:
     """(start, length) of every run of identical consecutive values."""
-    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
-    lengths = np.diff(np.r_[starts, len(values)])
+    starts = np.flatnonzero(np.concatenate([[True], values[1:] != values[:-1]]))
+    lengths = np.diff(np.append(starts, len(values)))
     return [(int(s), int(n)) for s, n in zip(starts, lengths, strict=True)]
 
 

@@ -30,8 +30,11 @@ def compute_mid_ranks(values: Array) -> tuple[Array, float]:
     """Mid-ranks (1-based) of ``values`` and the tie term sum(t^3 - t) over groups of ties."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    sizes = np.diff(np.r_[starts, len(values)])
+    new_group = np.empty(len(values), dtype=bool)
+    new_group[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_group[1:])
+    starts = np.flatnonzero(new_group)
+    sizes = np.diff(np.append(starts, len(values)))
     mid = starts + (sizes + 1) / 2.0  # 1-based mid-rank of each group of equal values
     ranks = np.empty(len(values))
     ranks[order] = np.repeat(mid, sizes)
