@@ -68,7 +68,9 @@ def test_the_server_group_is_stopped_when_the_tracker_is_killed(tmp_path: Path) 
         owner.wait()
         _wait_until(lambda: not is_group_alive(server_pid), 10, "the server group is gone")
         _wait_until(lambda: not pid_file.exists(), 5, "the supervisor removed its pid file")
-        assert not process_is_alive(record.supervisor_pid)
+        # it removes the file just before it exits: on a busy machine the exit may lag a moment
+        _wait_until(lambda: not process_is_alive(record.supervisor_pid), 5,
+                    "the supervisor exited")
     finally:
         if owner.poll() is None:
             owner.kill()
