@@ -12,7 +12,7 @@ import pandas as pd
 
 from tracker.analysis import Verdict, compare_samples, detect_change_points
 from tracker.dashboard.trend_series import display_unit
-from tracker.metrics import COMPARED_METRICS, Metric, compute_samples
+from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
 from tracker.results import RunResult, WorkloadResult
 
 VERDICT_COLUMNS = ["workload", "metric", "outcome", "rel_change", "ci_low", "ci_high",
@@ -57,7 +57,9 @@ def compute_change_points(shaped: pd.DataFrame) -> pd.DataFrame:
     for _series, points in shaped.groupby("series", sort=False):
         ordered = points.sort_values(["started_at", "run_id"])
         values = [float(v) for v in ordered["shown"]]
-        for point in detect_change_points(values):
+        found = REGISTRY.get(str(ordered["metric"].iloc[0])) if "metric" in ordered else None
+        direction = None if found is None else found.lower_is_better
+        for point in detect_change_points(values, lower_is_better=direction):
             at = ordered.iloc[point.index]
             unit = display_unit(str(at["metric"])) if "metric" in at else None
             label = unit.label if unit else ""

@@ -56,7 +56,9 @@ def _known_locations(session: Session, series: SeriesKey, points: list[SeriesPoi
 def record_regressions(session: Session, series: SeriesKey, *,
                        monitor: ChangeMonitor | None = None) -> list[RegressionRecord]:
     """Store a regression record (status ``open``) for each new change point in the series."""
-    watcher = monitor or ChangeMonitor()
+    found = REGISTRY.get(series.metric)  # its direction guides where a step is placed
+    watcher = monitor or ChangeMonitor(
+        lower_is_better=None if found is None else found.lower_is_better)
     points = fetch_metric_series(session, series)
     known = _known_locations(session, series, points)
     saved_ids: list[int] = []
