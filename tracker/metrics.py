@@ -11,9 +11,10 @@ Compare), and ``compute_samples`` the values it judges them on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from tracker.results import (
     LatencyStats,
@@ -76,6 +77,22 @@ _SERVER = (
            "prompt tokens)"),
 )
 SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
+# What the workload cost (the config's ``cost`` block, which the runner puts in the workload's
+# params as ``params["cost"]``) and the energy its GPUs drew (``WorkloadResult.gpu``)
+_COST = (
+    Metric("usd_per_1m_output_tokens", "usd_per_1m_tokens", Direction.LOWER_IS_BETTER,
+           "US dollars per million output tokens: GPU-hour price x GPUs x the workload's wall "
+           "hours / output tokens, or a gateway's per-token prices over the tokens"),
+    Metric("usd_per_1m_tokens", "usd_per_1m_tokens", Direction.LOWER_IS_BETTER,
+           "US dollars per million input plus output tokens (same costs)"),
+)
+_ENERGY = (
+    Metric("joules_per_output_token", "J/token", Direction.LOWER_IS_BETTER,
+           "energy of the target's GPUs over the workload (NVML's energy counter, else the "
+           "sampled power integrated over time) per output token"),
+    Metric("joules_per_token", "J/token", Direction.LOWER_IS_BETTER,
+           "the same energy per input plus output token"),
+)
 
 
 def _latency_metrics() -> list[Metric]:
@@ -86,7 +103,8 @@ def _latency_metrics() -> list[Metric]:
     ]
 
 
-REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS, *_SERVER)}
+REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS, *_SERVER,
+                                                     *_COST, *_ENERGY)}
 
 
 def get_metric(name: str) -> Metric:
@@ -170,9 +188,63 @@ def compute_hit_rate_source(workload: WorkloadResult) -> str | None:
     return None if compute_request_hit_rate(workload.records) is None else "request_usage"
 
 
+def _price(cost: Mapping[str, Any], key: str) -> float | None:
+    value = cost.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def compute_cost_usd(cost: Mapping[str, Any], summary: WorkloadSummary) -> float | None:
+    """What the workload cost in US dollars under ``cost`` (a config's ``cost`` block as the
+    runner stored it in ``params["cost"]``): the GPU hours of its measured duration at the GPU
+    price, or its tokens at a gateway's prices; None without a usable price."""
+    per_gpu_hour, gpus = _price(cost, "usd_per_gpu_hour"), _price(cost, "gpus")
+    if per_gpu_hour is not None and gpus is not None:
+        return per_gpu_hour * gpus * (summary.duration_s / 3600.0)
+    per_in = _price(cost, "usd_per_1m_input_tokens")
+    per_out = _price(cost, "usd_per_1m_output_tokens")
+    if per_in is not None and per_out is not None:
+        return (summary.total_input_tokens * per_in
+                + summary.total_output_tokens * per_out) / 1e6
+    return None
+
+
+def compute_cost_metrics(workload: WorkloadResult) -> dict[str, float]:
+    """``usd_per_1m_output_tokens`` and ``usd_per_1m_tokens``; absent without a price in the
+    workload's params or without tokens (a workload that produced none has no cost per token)."""
+    cost = workload.params.get("cost")
+    summary = workload.summary
+    usd = compute_cost_usd(cost, summary) if isinstance(cost, Mapping) else None
+    if usd is None:
+        return {}
+    values: dict[str, float] = {}
+    total = summary.total_input_tokens + summary.total_output_tokens
+    if summary.total_output_tokens > 0:
+        values["usd_per_1m_output_tokens"] = usd / summary.total_output_tokens * 1e6
+    if total > 0:
+        values["usd_per_1m_tokens"] = usd / total * 1e6
+    return values
+
+
+def compute_energy_metrics(workload: WorkloadResult) -> dict[str, float]:
+    """``joules_per_output_token`` and ``joules_per_token`` from the GPUs' energy over the
+    workload (``GpuTelemetry.energy_j``); absent when it was not measured or without tokens."""
+    gpu, summary = workload.gpu, workload.summary
+    energy_j = None if gpu is None or not gpu.measured else gpu.energy_j
+    if energy_j is None:
+        return {}
+    values: dict[str, float] = {}
+    total = summary.total_input_tokens + summary.total_output_tokens
+    if summary.total_output_tokens > 0:
+        values["joules_per_output_token"] = energy_j / summary.total_output_tokens
+    if total > 0:
+        values["joules_per_token"] = energy_j / total
+    return values
+
+
 def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
     """Every registry metric one run of a workload measured: its summary's
-    (``compute_summary_metrics``) and the server's (``SERVER_METRICS``) when it was scraped.
+    (``compute_summary_metrics``), the server's (``SERVER_METRICS``) when it was scraped, its
+    cost (``compute_cost_metrics``) and its energy (``compute_energy_metrics``).
     The hit rate is the server's counters' over the whole workload when they gave one, else
     the requests' own (``compute_request_hit_rate``), else absent."""
     values = compute_summary_metrics(workload.summary)
@@ -184,4 +256,6 @@ def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
         rate = compute_request_hit_rate(workload.records)
         if rate is not None:
             values["prefix_cache_hit_rate"] = rate
+    values.update(compute_cost_metrics(workload))
+    values.update(compute_energy_metrics(workload))
     return values

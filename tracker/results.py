@@ -236,6 +236,8 @@ class GpuDeviceSummary:
     sm_clock_mean_mhz: float | None
     temperature_peak_c: float | None
     throttle_reasons: tuple[str, ...] = ()  # every reason seen in any sample, by name
+    energy_j: float | None = None  # over the workload; None: neither counter nor power readings
+    energy_source: str | None = None  # "counter" (NVML's total energy) or "sampled power"
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +249,32 @@ class GpuTelemetry:
     sample_hz: float | None = None
     devices: tuple[GpuDeviceSummary, ...] = ()
     samples: tuple[GpuSample, ...] = ()
+    duration_s: float | None = None  # from the sampler's start to its stop (the energy's span)
+    energy_note: str | None = None  # why the energy may not be the workload's alone, in words
+
+    @property
+    def energy_j(self) -> float | None:
+        """The energy of all GPUs together; None unless every GPU measured its own."""
+        values = [d.energy_j for d in self.devices]
+        if not values or any(v is None for v in values):
+            return None
+        return sum(v for v in values if v is not None)
+
+    @property
+    def energy_source(self) -> str | None:
+        """"counter", "sampled power", or "mixed" when the GPUs differ; None: not measured."""
+        sources = {d.energy_source for d in self.devices if d.energy_j is not None}
+        if self.energy_j is None or not sources:
+            return None
+        return sources.pop() if len(sources) == 1 else "mixed"
+
+    @property
+    def energy_mean_w(self) -> float | None:
+        """The average power of all GPUs together over the span: energy / duration."""
+        energy = self.energy_j
+        if energy is None or not self.duration_s:
+            return None
+        return energy / self.duration_s
 
     @property
     def memory_peak_bytes(self) -> int | None:

@@ -268,3 +268,42 @@ def test_prose_about_tokens_loads_and_a_token_ending_a_sentence_does_not(tmp_pat
     leaky = BASE + "description: 'our key: sk-abcdefghijklmnopqrstuvwx.'\n"
     with pytest.raises(SecretInConfigError, match="description: holds what looks like"):
         load_config(write(tmp_path, leaky))
+
+
+# --- cost ------------------------------------------------------------------------------------
+
+def test_a_price_is_part_of_the_config_and_its_version(tmp_path: Path) -> None:
+    plain = load_config(write(tmp_path, BASE))
+    priced = load_config(write(tmp_path, BASE + "cost: {usd_per_gpu_hour: 2.5, gpus: 1}\n", "p.yaml"))
+    dearer = load_config(write(tmp_path, BASE + "cost: {usd_per_gpu_hour: 3.0, gpus: 1}\n", "q.yaml"))
+    assert priced.config.cost is not None and priced.config.cost.as_params() == \
+        {"usd_per_gpu_hour": 2.5, "gpus": 1}
+    assert len({plain.version, priced.version, dearer.version}) == 3
+    gateway = load_config(write(tmp_path, BASE + "cost:\n  usd_per_1m_input_tokens: 0\n"
+                                "  usd_per_1m_output_tokens: 0.6\n", "g.yaml"))
+    assert gateway.config.cost is not None
+    assert gateway.config.cost.as_params() == {"usd_per_1m_input_tokens": 0.0,
+                                               "usd_per_1m_output_tokens": 0.6}
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ("cost:\n  usd_per_gpu_hour: 2.5\n  gpus: 1\n  usd_per_1m_output_tokens: 0.6\n",
+     ["c.yaml:9: cost: ", "usd_per_gpu_hour: 2.5", "usd_per_1m_output_tokens: 0.6",
+      "keep one kind"]),
+    ("cost:\n  usd_per_gpu_hour: 2.5\n", ["c.yaml:9: cost: ", "needs both", "add gpus"]),
+    ("cost:\n  usd_per_1m_input_tokens: 0.1\n",
+     ["c.yaml:9: cost: ", "add usd_per_1m_output_tokens"]),
+    ("cost:\n  usd_per_gpu_hour: 0\n  gpus: 1\n", ["c.yaml:10: cost.usd_per_gpu_hour", "0"]),
+    ("cost:\n  usd_per_gpu_hour: 1\n  gpus: 0\n", ["c.yaml:11: cost.gpus"]),
+    ("cost:\n  usd_per_1m_input_tokens: -1\n  usd_per_1m_output_tokens: 1\n",
+     ["cost.usd_per_1m_input_tokens", "-1"]),
+    ("cost:\n  usd_per_gpu_hr: 2\n  gpus: 1\n", ["cost.usd_per_gpu_hr", "usd_per_gpu_hour"]),
+    ("cost: {}\n", ["cost: is empty", "remove the cost block"]),
+])
+def test_bad_cost_blocks_say_where_what_and_the_fix(
+        tmp_path: Path, block: str, expected: list[str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, BASE + block))
+    message = str(info.value)
+    for fragment in expected:
+        assert fragment in message, message

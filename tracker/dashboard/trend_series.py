@@ -23,7 +23,12 @@ THROUGHPUT_LABELS = {
     "request_throughput_per_s": "request throughput",
     "output_throughput_tokens_per_s": "output token throughput",
     "total_token_throughput_tokens_per_s": "total token throughput",
+    "usd_per_1m_output_tokens": "cost per 1M output tokens",
+    "usd_per_1m_tokens": "cost per 1M tokens",
+    "joules_per_output_token": "energy per output token",
+    "joules_per_token": "energy per token",
 }
+UNIT_LABELS = {"usd_per_1m_tokens": "$/1M tokens"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +39,7 @@ class DisplayUnit:
 
 def display_unit(metric: str) -> DisplayUnit:
     unit = REGISTRY[metric].unit
-    return DisplayUnit("ms", 1000.0) if unit == "s" else DisplayUnit(unit, 1.0)
+    return DisplayUnit("ms", 1000.0) if unit == "s" else DisplayUnit(UNIT_LABELS.get(unit, unit), 1.0)
 
 
 def split_latency(metric: str) -> tuple[str, str] | None:

@@ -219,11 +219,60 @@ class Target(_Strict):
         return self
 
 
+class CostSettings(_Strict):
+    """What serving costs: a local server by the GPU hour (``usd_per_gpu_hour`` x ``gpus``), a
+    gateway by the token (``usd_per_1m_input_tokens``, ``usd_per_1m_output_tokens``); one kind.
+    ``as_params`` is what the runner puts in each workload's params, where
+    ``tracker.metrics.compute_cost_metrics`` finds it."""
+
+    usd_per_gpu_hour: PositiveFloat | None = None
+    gpus: PositiveInt | None = None
+    usd_per_1m_input_tokens: NonNegativeFloat | None = None
+    usd_per_1m_output_tokens: NonNegativeFloat | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CostSettings:
+        local = {k: v for k, v in (("usd_per_gpu_hour", self.usd_per_gpu_hour),
+                                   ("gpus", self.gpus)) if v is not None}
+        gateway = {k: v for k, v in (("usd_per_1m_input_tokens", self.usd_per_1m_input_tokens),
+                                     ("usd_per_1m_output_tokens", self.usd_per_1m_output_tokens))
+                   if v is not None}
+        if local and gateway:
+            raise ValueError(
+                f"mixes a GPU-hour price ({_pairs(local)}) with per-token prices "
+                f"({_pairs(gateway)}); keep one kind: usd_per_gpu_hour and gpus for a server "
+                "you run, usd_per_1m_input_tokens and usd_per_1m_output_tokens for a gateway")
+        if local and len(local) < 2:
+            missing = "gpus" if "gpus" not in local else "usd_per_gpu_hour"
+            raise ValueError(f"a GPU-hour price needs both usd_per_gpu_hour and gpus (got "
+                             f"{_pairs(local)}); add {missing}, e.g. {missing}: "
+                             f"{'1' if missing == 'gpus' else '2.5'}")
+        if gateway and len(gateway) < 2:
+            missing = ("usd_per_1m_output_tokens" if "usd_per_1m_output_tokens" not in gateway
+                       else "usd_per_1m_input_tokens")
+            raise ValueError(f"a per-token price needs both usd_per_1m_input_tokens and "
+                             f"usd_per_1m_output_tokens (got {_pairs(gateway)}); add {missing} "
+                             "(0 if that side is free)")
+        if not local and not gateway:
+            raise ValueError("is empty; give usd_per_gpu_hour and gpus (a server you run) or "
+                             "usd_per_1m_input_tokens and usd_per_1m_output_tokens (a gateway), "
+                             "or remove the cost block")
+        return self
+
+    def as_params(self) -> dict[str, float | int]:
+        return self.model_dump(exclude_none=True)
+
+
+def _pairs(values: Mapping[str, object]) -> str:
+    return ", ".join(f"{key}: {value}" for key, value in values.items())
+
+
 class ServingConfig(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
     description: str = ""
     target: Target
     engine: EngineArgs = Field(default_factory=EngineArgs)
+    cost: CostSettings | None = None  # None: no price, no cost metrics
 
     @property
     def simulated(self) -> bool:
@@ -284,7 +333,7 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 @functools.cache
 def _schema_keys() -> frozenset[str]:
     models: tuple[type[BaseModel], ...] = (ServingConfig, Target, EngineArgs, LaunchSettings,
-                                           SimulatorSettings)
+                                           SimulatorSettings, CostSettings)
     return frozenset(name for model in models for name in model.model_fields)
 
 

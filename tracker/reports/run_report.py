@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from tracker.metrics import compute_cost_metrics, compute_energy_metrics
 from tracker.reports.load_report import (
     LOAD_DEFINITIONS,
     render_load_json,
@@ -44,6 +45,8 @@ DEFINITIONS = {
 }
 
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
+COST_METRICS = ("usd_per_1m_output_tokens", "usd_per_1m_tokens")
+ENERGY_METRICS = ("joules_per_output_token", "joules_per_token")
 
 
 def render_workload_json(result: WorkloadResult) -> dict[str, Any]:
@@ -73,9 +76,48 @@ def render_workload_json(result: WorkloadResult) -> dict[str, Any]:
         ended_at=_iso(result.ended_at),
         params=dict(result.params),
         telemetry={"gpu": render_gpu_json(result.gpu), "server": render_server_json(result.server)},
+        cost=render_cost_json(result),
+        energy=render_energy_json(result),
     )
     body.update(render_load_json(result))
     return body
+
+
+def render_cost_json(result: WorkloadResult) -> dict[str, Any] | None:
+    """The workload's prices and cost per million tokens; None when its config set no price."""
+    prices = result.params.get("cost")
+    if not isinstance(prices, Mapping):
+        return None
+    values = compute_cost_metrics(result)
+    return {"prices": dict(prices), **{name: values.get(name) for name in COST_METRICS}}
+
+
+def render_energy_json(result: WorkloadResult) -> dict[str, Any] | None:
+    """The GPUs' energy over the workload and per token; None when it was not measured."""
+    gpu = result.gpu
+    if gpu is None or not gpu.measured or gpu.energy_j is None:
+        return None
+    values = compute_energy_metrics(result)
+    return {"joules": gpu.energy_j, "mean_w": gpu.energy_mean_w, "source": gpu.energy_source,
+            "note": gpu.energy_note, **{name: values.get(name) for name in ENERGY_METRICS}}
+
+
+def render_cost_energy_lines(run: RunResult) -> list[str]:
+    """One line per workload that has a cost or an energy per token."""
+    lines = []
+    for workload in run.workloads:
+        values = {**compute_cost_metrics(workload), **compute_energy_metrics(workload)}
+        parts = []
+        if "usd_per_1m_output_tokens" in values:
+            parts.append(f"${values['usd_per_1m_output_tokens']:.4g}/1M output tokens")
+        if "usd_per_1m_tokens" in values:
+            parts.append(f"${values['usd_per_1m_tokens']:.4g}/1M tokens")
+        if "joules_per_output_token" in values and workload.gpu is not None:
+            parts.append(f"{values['joules_per_output_token']:.4g} J/output token "
+                         f"({workload.gpu.energy_source})")
+        if parts:
+            lines.append(f"cost/energy {workload.name}: " + ", ".join(parts))
+    return lines
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -156,6 +198,7 @@ def render_run_text(run: RunResult) -> str:
     if (line := render_prompt_lengths_line(run.environment)) is not None:
         lines.append(line)
     lines.extend(render_telemetry_lines(run))
+    lines.extend(render_cost_energy_lines(run))
     lines.extend(render_run_load_lines(run))
     return "\n".join(lines)
 

@@ -206,7 +206,16 @@ class SuiteRunner:
                                     supports_ignore_eos=handle.supports_ignore_eos)
         return lambda phase: build_plan(workload, phase, *specs)
 
+    def _priced(self, result: WorkloadResult) -> WorkloadResult:
+        """The workload with the config's price in ``params["cost"]``, where
+        ``tracker.metrics.compute_cost_metrics`` reads it (and the stored run keeps it)."""
+        cost = self.config.config.cost
+        if cost is None:
+            return result
+        return replace(result, params={**result.params, "cost": cost.as_params()})
+
     def _keep(self, result: WorkloadResult) -> None:
+        result = self._priced(result)
         self.sink.save_workload(len(self.results), result)
         self.results.append(result)
         if self.progress is not None:
@@ -228,7 +237,7 @@ class SuiteRunner:
             if generator.records:  # keep the cut-short workload, marked incomplete
                 partial = compute_phase_result(workload, phase, plan,
                                                generator.outcome(complete=False))
-                partial = replace(partial, gpu=gpu, server=server)
+                partial = self._priced(replace(partial, gpu=gpu, server=server))
                 self.sink.save_workload(len(self.results), partial)
                 self.results.append(partial)
             raise
