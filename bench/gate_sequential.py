@@ -12,6 +12,10 @@ gate's rows are the TTFT median, the TTFT p99 and the request throughput (one va
 
 - sequential: ``tracker.analysis.sequential.SequentialGate`` after every round, stopping once
   decided, at most ``--max-rounds`` (the gate's default);
+- sequential with a prior: the same, given each row's run-to-run noise from 10 earlier base
+  runs drawn from the same drift model (``compute_run_noise_prior``, 9 degrees of freedom), as
+  ``tracker gate`` takes it from the store; and once more with that prior's variance halved
+  (a prior too small by 2x: what its false alarms become, the guard from round 3 included);
 - fixed: ``compare_samples`` over all N rounds' runs and ``judge_family`` (the gate's
   ``--repeats N``), for N = 3 (1,000 requests per side, the issue's design) up to max rounds.
 
@@ -33,7 +37,12 @@ import numpy as np
 from gate_calibration import FAMILIES, RUN_SIGMA, Draw
 
 from tracker.analysis import compare_samples, judge_family
-from tracker.analysis.sequential import SequentialGate, SequentialRow
+from tracker.analysis.sequential import (
+    RunNoisePrior,
+    SequentialGate,
+    SequentialRow,
+    compute_run_noise_prior,
+)
 from tracker.gate.gating import DEFAULT_MAX_ROUNDS
 from tracker.metrics import Metric, get_metric
 
@@ -43,7 +52,10 @@ CHANGES = (0.0, 0.05, 0.10, 0.20)
 METRICS: tuple[Metric, ...] = (get_metric("ttft_median_s"), get_metric("ttft_p99_s"),
                                get_metric("request_throughput_per_s"))
 MIN_EFFECT = {"median": 0.02, "p99": 0.05, "mean": 0.02}
+EARLIER_RUNS = 10
+Prior = dict[str, RunNoisePrior]
 Round = dict[str, tuple[list[float], list[float]]]
+PRIOR_DESIGNS = (f"seq., prior {EARLIER_RUNS} runs", "seq., prior 2x too small")
 
 
 def draw_rounds(draw: Draw, rng: np.random.Generator, change: float, rounds: int) -> list[Round]:
@@ -65,10 +77,24 @@ def _key(metric: Metric) -> str:
     return "ttft" if metric.latency == "ttft" else "speed"
 
 
-def play_sequential(rounds: list[Round], max_rounds: int) -> tuple[bool, int]:
+def draw_prior(draw: Draw, rng: np.random.Generator) -> Prior:
+    """Each row's prior from ``EARLIER_RUNS`` base runs of the same drift model (the rounds of
+    no change: both of their runs are the base's)."""
+    played = draw_rounds(draw, rng, 0.0, EARLIER_RUNS // 2)
+    priors = {}
+    for metric in METRICS:
+        runs = [pair[side] for pair in (r[metric.name] for r in played) for side in (0, 1)]
+        prior = compute_run_noise_prior(runs, metric.statistic)
+        if prior is not None:
+            priors[metric.name] = prior
+    return priors
+
+
+def play_sequential(rounds: list[Round], max_rounds: int,
+                    prior: Prior | None = None) -> tuple[bool, int]:
     rows = [SequentialRow(m.name, m.statistic, m.lower_is_better, MIN_EFFECT[m.statistic])
             for m in METRICS]
-    gate = SequentialGate(rows, alpha=0.05, max_rounds=max_rounds)
+    gate = SequentialGate(rows, alpha=0.05, max_rounds=max_rounds, prior=prior)
     for played in rounds[:max_rounds]:
         state = gate.observe(played)
         if state.decided:
@@ -96,13 +122,19 @@ def run_family(draw: Draw, seed: int, trials: int, max_rounds: int) -> dict[str,
     fixed = range(FIXED_ROUNDS, max(max_rounds, FIXED_ROUNDS) + 1)
     designs = {f"sequential (<= {max_rounds} rounds)": [Tally() for _ in CHANGES]}
     designs |= {f"fixed {count} rounds": [Tally() for _ in CHANGES] for count in fixed}
+    designs |= {name: [Tally() for _ in CHANGES] for name in PRIOR_DESIGNS}
     tallies = list(designs.values())
     for column, change in enumerate(CHANGES):
         rng = np.random.default_rng([seed, column])
+        earlier = np.random.default_rng([seed, column, EARLIER_RUNS])  # the others' draws stay
         for _ in range(trials):
             rounds = draw_rounds(draw, rng, change, max(max_rounds, FIXED_ROUNDS))
+            prior = draw_prior(draw, earlier)
+            small = {key: RunNoisePrior(p.variance / 2.0, p.df) for key, p in prior.items()}
             outcomes = [play_sequential(rounds, max_rounds),
-                        *((play_fixed(rounds, count), count) for count in fixed)]
+                        *((play_fixed(rounds, count), count) for count in fixed),
+                        play_sequential(rounds, max_rounds, prior),
+                        play_sequential(rounds, max_rounds, small)]
             for tally, (flag, count) in zip(tallies, outcomes, strict=True):
                 tally[column].flagged += flag
                 tally[column].rounds.append(count)
@@ -113,17 +145,19 @@ def print_shares(designs: dict[str, list[Tally]]) -> None:
     """Requests on the clear cases against the fixed 3 rounds, and against the smallest fixed
     design that is at least as powerful at +5 % (the same false-alarm budget throughout)."""
     names = list(designs)
-    sequential = designs[names[0]]
+    fixed = [name for name in names if name.startswith("fixed")]
     five = CHANGES.index(0.05)
-    equal = next((name for name in names[1:]
-                  if designs[name][five].flagged >= sequential[five].flagged), names[-1])
-    for name in dict.fromkeys((f"fixed {FIXED_ROUNDS} rounds", equal)):
-        shares = [np.mean(sequential[i].rounds) / np.mean(designs[name][i].rounds)
-                  for i in (CHANGES.index(0.0), CHANGES.index(0.10))]
-        power = designs[name][five].flagged / len(designs[name][five].rounds)
-        print(f"  clear cases: the sequential gate ran {shares[0]:.0%} (no change) and "
-              f"{shares[1]:.0%} (+10%) of the requests of {name} (+5% power {power:.1%}; "
-              "goal <= 50%)")
+    for design in (names[0], PRIOR_DESIGNS[0]):
+        sequential = designs[design]
+        equal = next((name for name in fixed
+                      if designs[name][five].flagged >= sequential[five].flagged), fixed[-1])
+        for name in dict.fromkeys((f"fixed {FIXED_ROUNDS} rounds", equal)):
+            shares = [np.mean(sequential[i].rounds) / np.mean(designs[name][i].rounds)
+                      for i in (CHANGES.index(0.0), CHANGES.index(0.10))]
+            power = designs[name][five].flagged / len(designs[name][five].rounds)
+            print(f"  clear cases: {design} ran {shares[0]:.0%} (no change) and "
+                  f"{shares[1]:.0%} (+10%) of the requests of {name} (+5% power {power:.1%}; "
+                  "goal <= 50%)")
 
 
 def print_sequential_table(seed: int, trials: int, max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
@@ -135,9 +169,9 @@ def print_sequential_table(seed: int, trials: int, max_rounds: int = DEFAULT_MAX
         started = time.perf_counter()
         designs = run_family(draw, seed, trials, max_rounds)
         print(f"\n{name} ({time.perf_counter() - started:.0f} s): flagged, mean requests/side")
-        print(f"  {'design':<26} {header}")
+        print(f"  {'design':<28} {header}")
         for design, tallies in designs.items():
-            print(f"  {design:<26} " + " | ".join(t.cell(trials) for t in tallies))
+            print(f"  {design:<28} " + " | ".join(t.cell(trials) for t in tallies))
         print_shares(designs)
 
 

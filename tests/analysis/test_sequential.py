@@ -13,10 +13,12 @@ from tracker.analysis import Outcome
 from tracker.analysis.family import compute_holm_adjusted
 from tracker.analysis.sequential import (
     RowStatus,
+    RunNoisePrior,
     SequentialGate,
     SequentialRow,
     SequentialState,
     compute_log_statistic,
+    compute_run_noise_prior,
 )
 
 MEDIAN = SequentialRow("chat/ttft_median_s", "median", lower_is_better=True, min_effect=0.02)
@@ -160,3 +162,75 @@ def test_no_change_that_cannot_be_ruled_out_stops_when_more_rounds_would_not_sho
                   if row.status is RowStatus.FUTILE)
     assert futile.verdict.outcome is Outcome.INCONCLUSIVE
     assert "more rounds would likely not show one (conditional power" in futile.verdict.reason
+
+
+# --- a prior for the run-to-run noise -------------------------------------------------------
+
+ONE_VALUE = SequentialRow("chat/output_throughput_per_s", "mean", lower_is_better=False,
+                          min_effect=0.0)
+
+
+def _null_false_alarm_rate(trials: int, shrink: float, seed: int = 7) -> float:
+    """Looks after every round of a no-change gate whose prior comes from 10 earlier runs of the
+    same noise (one value per run, 3 % run-to-run sd), its variance divided by ``shrink``."""
+    rng = np.random.default_rng(seed)
+    flagged = 0
+    for _ in range(trials):
+        earlier = 100.0 * np.exp(0.03 * rng.standard_normal(10))
+        prior = compute_run_noise_prior([[float(v)] for v in earlier], "mean")
+        assert prior is not None and prior.df == 9
+        gate = SequentialGate([ONE_VALUE], max_rounds=6, prior={
+            ONE_VALUE.key: RunNoisePrior(prior.variance / shrink, prior.df)})
+        for _ in range(6):
+            base, head = 100.0 * np.exp(0.03 * rng.standard_normal(2))
+            state = gate.observe({ONE_VALUE.key: ([float(base)], [float(head)])})
+            if state.decided:
+                break
+        flagged += bool(state.regressed)
+    return flagged / trials
+
+
+def test_a_prior_from_the_same_noise_keeps_the_false_alarm_rate_at_alpha_at_every_look() -> None:
+    trials = 1500
+    rate = _null_false_alarm_rate(trials, shrink=1.0)
+    assert rate <= 0.05 + 2.0 * math.sqrt(0.05 * 0.95 / trials)
+
+
+def test_a_prior_too_small_by_2x_raises_the_false_alarm_rate() -> None:
+    assert _null_false_alarm_rate(800, shrink=2.0) > _null_false_alarm_rate(800, shrink=1.0)
+
+
+def _prior_for(seed: int, rows: list[SequentialRow]) -> dict[str, RunNoisePrior]:
+    rng = np.random.default_rng([seed, 10])
+    earlier = [_round(rng, 0.0) for _ in range(5)]
+    priors = {}
+    for row in rows:
+        runs = [side for played in earlier for side in played[row.key]]
+        prior = compute_run_noise_prior(runs, row.statistic)
+        assert prior is not None
+        priors[row.key] = prior
+    return priors
+
+
+def test_with_a_prior_a_clear_regression_is_decided_after_one_round() -> None:
+    rng = np.random.default_rng(3)
+    gate = SequentialGate([MEDIAN, THROUGHPUT], max_rounds=6,
+                          prior=_prior_for(3, [MEDIAN, THROUGHPUT]))
+    state = gate.observe(_round(rng, 0.30))
+    assert state.decided and state.rounds == 1 and state.regressed
+    assert "pooled with 10 earlier runs" in state.rows[0].verdict.method
+    assert "looks 1..6" in state.rows[0].verdict.method
+
+
+def test_a_prior_needs_three_runs_whose_statistic_can_be_had() -> None:
+    assert compute_run_noise_prior([[1.0], [1.1]], "mean") is None
+    assert compute_run_noise_prior([[1.0] * 10] * 5, "p99") is None  # p99 of 10: too few
+    prior = compute_run_noise_prior([[1.0], [math.e], [math.e ** 2]], "mean")
+    assert prior is not None and prior.df == 2 and prior.variance == pytest.approx(1.0)
+
+
+def test_a_prior_for_a_row_not_in_the_family_or_with_no_df_is_refused() -> None:
+    with pytest.raises(ValueError, match="not in the family: other"):
+        SequentialGate([MEDIAN], prior={"other": RunNoisePrior(0.01, 4)})
+    with pytest.raises(ValueError, match="df >= 1"):
+        RunNoisePrior(0.01, 0)

@@ -54,6 +54,8 @@ TAIL_VALUES = 2.0  # a quantile q needs this many values beyond it per run: n * 
 FUTILITY_POWER = 0.1  # a row is futile while its conditional power is below this
 NULL_SEQUENCES = 200_000  # simulated null sequences behind the looks' calibration
 NULL_SEED = 20261201
+MIN_PRIOR_RUNS = 3  # earlier runs behind a prior, at least
+GUARD_ROUNDS = 3  # from this round on, a prior is never below the rounds' own variance
 
 
 class RowStatus(StrEnum):
@@ -98,6 +100,35 @@ class SequentialState:
         return f"undecided after {self.rounds} of {self.max_rounds} rounds"
 
 
+@dataclass(frozen=True, slots=True)
+class RunNoisePrior:
+    """What earlier runs say about a row's run-to-run noise: the sample variance of their log
+    statistic (``compute_run_noise_prior``) and its degrees of freedom (``k`` runs: ``k - 1``)."""
+
+    variance: float
+    df: int
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.variance) and self.variance >= 0.0 and self.df >= 1):
+            raise ValueError(f"a prior needs a finite variance >= 0 and df >= 1 "
+                             f"(got {self.variance}, {self.df})")
+
+    @property
+    def runs(self) -> int:
+        return self.df + 1
+
+
+def compute_run_noise_prior(runs: Sequence[Sequence[float]],
+                            statistic: str) -> RunNoisePrior | None:
+    """The prior of earlier runs' values (one list per run): None under ``MIN_PRIOR_RUNS`` runs
+    whose statistic can be had."""
+    logs = [x for x in (compute_log_statistic(run, statistic) for run in runs)
+            if not isinstance(x, str)]
+    if len(logs) < MIN_PRIOR_RUNS:
+        return None
+    return RunNoisePrior(float(np.var(logs, ddof=1)), len(logs) - 1)
+
+
 RoundSamples = Mapping[str, tuple[Sequence[float], Sequence[float]]]  # key -> (base, head) values
 
 
@@ -106,6 +137,7 @@ class _Track:
     """What one row has seen: each round's signed log ratio, and its two tests so far."""
 
     row: SequentialRow
+    prior: RunNoisePrior | None = None
     base_logs: list[float] = field(default_factory=list)  # signed: worse is larger on head
     head_logs: list[float] = field(default_factory=list)
     base_values: list[float] = field(default_factory=list)
@@ -126,6 +158,10 @@ class _Track:
         return bool(self.head_logs)
 
     @property
+    def prior_df(self) -> int:
+        return 0 if self.prior is None else self.prior.df
+
+    @property
     def estimate(self) -> float:
         return float(np.mean(self.head_logs) - np.mean(self.base_logs))
 
@@ -134,7 +170,8 @@ class SequentialGate:
     """``observe(round)`` after every round; it answers with the state of the whole family."""
 
     def __init__(self, rows: Sequence[SequentialRow], *, alpha: float = 0.05,
-                 max_rounds: int = 8) -> None:
+                 max_rounds: int = 8,
+                 prior: Mapping[str, RunNoisePrior] | None = None) -> None:
         if not 0.0 < alpha < 0.5:
             raise ValueError(f"alpha must be between 0 and 0.5 (got {alpha})")
         if max_rounds < 1:
@@ -146,8 +183,12 @@ class SequentialGate:
             if row.statistic not in STATISTICS or row.min_effect < 0.0:
                 raise ValueError(f"{row.key}: statistic must be one of {', '.join(STATISTICS)} "
                                  f"and min_effect >= 0 (got {row.statistic!r}, {row.min_effect})")
+        priors = dict(prior or {})
+        unknown = sorted(set(priors) - set(keys))
+        if unknown:
+            raise ValueError(f"prior for rows that are not in the family: {', '.join(unknown)}")
         self.alpha, self.max_rounds = alpha, max_rounds
-        self._tracks = [_Track(row) for row in rows]
+        self._tracks = [_Track(row, priors.get(row.key)) for row in rows]
         self._rounds = 0
 
     def observe(self, samples: RoundSamples) -> SequentialState:
@@ -205,11 +246,12 @@ def _conditional_power(track: _Track, rounds: int, max_rounds: int,
     the trend so far (Lan and Wittes's B-value: ``B(f) = Z sqrt(f)`` at information fraction
     ``f``, drifting by ``Z / sqrt(f)`` per unit), tested at the per-look level of a row that
     gets ``alpha`` alone. A futility stop never adds a false alarm: it only gives up looks."""
-    if len(track.head_logs) < 2 or rounds >= max_rounds:
+    if not _looked(track) or rounds >= max_rounds:
         return None
     fraction = rounds / max_rounds
     z = float(scipy_stats.norm.isf(min(max(track.last_p, 1e-12), 1.0 - 1e-12)))
-    critical = float(scipy_stats.norm.isf(compute_look_level(max_rounds, alpha)))
+    critical = float(scipy_stats.norm.isf(compute_look_level(max_rounds, alpha,
+                                                             track.prior_df)))
     return float(scipy_stats.norm.sf((critical - z / math.sqrt(fraction))
                                      / math.sqrt(1.0 - fraction)))
 
@@ -248,66 +290,97 @@ def _add_round(track: _Track, base: Sequence[float], head: Sequence[float],
     sign = 1.0 if track.row.lower_is_better else -1.0
     track.base_logs.append(sign * b)
     track.head_logs.append(sign * h)
-    n = len(track.head_logs)
-    if n < 2 or n > max_rounds:
+    if not _looked(track) or len(track.head_logs) > max_rounds:
         return
-    diff, se = track.estimate, _standard_error(track.base_logs, track.head_logs)
-    df = 2 * n - 2
+    diff, (se, df) = track.estimate, _standard_error(track)
     if se == 0.0:
         p_value, half = (0.0 if diff > 0.0 else 1.0), 0.0
     else:
         p_value = float(scipy_stats.t.sf(diff / se, df))
-        half = float(scipy_stats.t.isf(compute_look_level(max_rounds, alpha), df)) * se
+        level = compute_look_level(max_rounds, alpha, track.prior_df)
+        half = float(scipy_stats.t.isf(level, df)) * se
     track.min_p, track.last_p = min(track.min_p, p_value), p_value
     track.low, track.high = max(track.low, diff - half), min(track.high, diff + half)
 
 
-def _standard_error(base: Sequence[float], head: Sequence[float]) -> float:
-    """Of the difference of two means, pooled variance (equal rounds on both sides)."""
-    squares = float(np.sum((np.asarray(base) - np.mean(base)) ** 2)
-                    + np.sum((np.asarray(head) - np.mean(head)) ** 2))
-    n = len(head)
-    return math.sqrt(squares / (2 * n - 2) * (2.0 / n))
+def _looked(track: _Track) -> bool:
+    """Whether the row has a look yet: two rounds, or one with a prior."""
+    return len(track.head_logs) >= (1 if track.prior is not None else 2)
+
+
+def _standard_error(track: _Track) -> tuple[float, int]:
+    """Of the difference of two means, and its degrees of freedom: the rounds' pooled
+    variance (equal rounds on both sides), pooled again with the prior's where there is one."""
+    base, head = np.asarray(track.base_logs), np.asarray(track.head_logs)
+    squares = float(np.sum((base - base.mean()) ** 2) + np.sum((head - head.mean()) ** 2))
+    variance, df = _pooled_variance(squares, len(head), track.prior)
+    return math.sqrt(variance * (2.0 / len(head))), df
+
+
+def _pooled_variance(squares: float, n: int, prior: RunNoisePrior | None) -> tuple[float, int]:
+    own_df = 2 * n - 2
+    if prior is None:
+        return squares / own_df, own_df
+    prior_variance = prior.variance
+    if n >= GUARD_ROUNDS:
+        prior_variance = max(prior_variance, squares / own_df)
+    df = prior.df + own_df
+    return (prior.df * prior_variance + squares) / df, df
+
+
+def _looks(max_rounds: int, prior_df: int) -> int:
+    return max_rounds - (1 if prior_df > 0 else 2) + 1
 
 
 @functools.cache
-def compute_null_min_p(max_rounds: int) -> npt.NDArray[np.float64]:
-    """The null law of the smallest one-sided p-value over looks 2..max_rounds, sorted: the
-    two-sample t of ``n`` rounds a side at every ``n``, on seeded normal sequences (the t
-    statistics are pivotal: any mean and noise give the same law)."""
-    rng = np.random.default_rng(NULL_SEED)
+def compute_null_min_p(max_rounds: int, prior_df: int = 0) -> npt.NDArray[np.float64]:
+    """The null law of the smallest one-sided p-value over the looks up to ``max_rounds``
+    (2.. without a prior, 1.. with one of ``prior_df`` degrees of freedom), sorted: the
+    two-sample t of ``n`` rounds a side at every ``n``, on seeded normal sequences and a
+    chi-square prior, guard included (the t statistics are pivotal: any mean and noise give the
+    same law)."""
+    rng = np.random.default_rng([NULL_SEED, prior_df])
     shape = (NULL_SEQUENCES, max_rounds)
     base, head = rng.standard_normal(shape), rng.standard_normal(shape)
+    prior_squares = rng.chisquare(prior_df, NULL_SEQUENCES) if prior_df else 0.0
     smallest = np.ones(NULL_SEQUENCES)
-    for n in range(2, max_rounds + 1):
+    for n in range(1 if prior_df else 2, max_rounds + 1):
         x, y = base[:, :n], head[:, :n]
         squares = (((x - x.mean(1, keepdims=True)) ** 2).sum(1)
                    + ((y - y.mean(1, keepdims=True)) ** 2).sum(1))
-        se = np.sqrt(squares / (2 * n - 2) * (2.0 / n))
-        p = scipy_stats.t.sf((y.mean(1) - x.mean(1)) / se, 2 * n - 2)
+        if n >= GUARD_ROUNDS and prior_df:
+            prior_squares_n = np.maximum(prior_squares, squares / (2 * n - 2) * prior_df)
+        else:
+            prior_squares_n = prior_squares
+        df = prior_df + 2 * n - 2
+        se = np.sqrt((squares + prior_squares_n) / df * (2.0 / n))
+        p = scipy_stats.t.sf((y.mean(1) - x.mean(1)) / se, df)
         smallest = np.minimum(smallest, p)
     return np.sort(smallest)
 
 
-def compute_sequential_p(min_p: float, max_rounds: int) -> float:
+def compute_sequential_p(min_p: float, max_rounds: int, prior_df: int = 0) -> float:
     """The chance under "no change" that some look up to ``max_rounds`` gets a p-value as small
     as ``min_p``: an exact p-value for the whole sequence of looks."""
-    if max_rounds < 2:
+    looks = _looks(max_rounds, prior_df)
+    if looks < 1:
         return 1.0
-    null = compute_null_min_p(max_rounds)
+    if looks == 1:
+        return min(1.0, min_p)
+    null = compute_null_min_p(max_rounds, prior_df)
     return min(1.0, (int(np.searchsorted(null, min_p, side="right")) + 1) / (len(null) + 1))
 
 
 @functools.cache
-def compute_look_level(max_rounds: int, alpha: float) -> float:
+def compute_look_level(max_rounds: int, alpha: float, prior_df: int = 0) -> float:
     """The one-sided level each look is tested at so that all looks together keep ``alpha``."""
-    if max_rounds < 2:
+    if _looks(max_rounds, prior_df) < 2:
         return alpha
-    return float(np.quantile(compute_null_min_p(max_rounds), alpha))
+    return float(np.quantile(compute_null_min_p(max_rounds, prior_df), alpha))
 
 
 def _p_value(track: _Track, max_rounds: int) -> float:
-    return compute_sequential_p(track.min_p, max_rounds)
+    return compute_sequential_p(track.min_p, max_rounds, track.prior_df)
 
 
 # --- the verdict ------------------------------------------------------------------------------
@@ -328,8 +401,11 @@ def _verdict(track: _Track, alpha: float, rounds: int, max_rounds: int) -> Verdi
         rel, p_value = math.expm1(sign * track.estimate), _p_value(track, max_rounds)
         outcome, reason = _outcome(track, rel, (low, high), p_value, rounds)
         ci = (low, high) if math.isfinite(low) and math.isfinite(high) and low > -1.0 else None
+        first = 1 if track.prior is not None else 2
+        noise = ("" if track.prior is None else
+                 f", run-to-run noise pooled with {track.prior.runs} earlier runs")
         method = (f"group-sequential t-test over {len(track.head_logs)} round(s) of each run's "
-                  f"log {row.statistic}, looks 2..{max_rounds}")
+                  f"log {row.statistic}, looks {first}..{max_rounds}{noise}")
     return Verdict(
         outcome=outcome, rel_change=rel, ci=ci, p_value=p_value, statistic=row.statistic,
         lower_is_better=row.lower_is_better, base_value=_pooled(track.base_values, row),
