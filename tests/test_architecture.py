@@ -1,7 +1,7 @@
 """Imports follow the pipeline: each package imports only packages of earlier stages.
 
     base (errors, redaction, results, metrics, eventloop)
-      → quality → inputs → load → telemetry → sim → targets → runner → store → analysis
+      → quality → inputs → imports → load → telemetry → sim → targets → runner → store → analysis
       → jobs → gate → reports → scheduling → dashboard → cli
 
 Lazy imports inside functions and ``TYPE_CHECKING`` imports count: a dependency is a dependency.
@@ -20,8 +20,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tracker"
 BASE = ("errors", "redaction", "results", "metrics", "eventloop")
-STAGES = ("quality", "inputs", "load", "telemetry", "sim", "targets", "runner", "store",
-          "analysis", "jobs", "gate", "reports", "scheduling", "dashboard", "cli")
+STAGES = ("quality", "inputs", "imports", "load", "telemetry", "sim", "targets", "runner",
+          "store", "analysis", "jobs", "gate", "reports", "scheduling", "dashboard", "cli")
 RANK = {**dict.fromkeys(BASE, 0), **{name: rank for rank, name in enumerate(STAGES, start=1)},
         "__main__": len(STAGES) + 1}  # python -m tracker: the command line's entry
 # What a pure module may import: nothing that reaches a file, a socket, a process or the store.

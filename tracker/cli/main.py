@@ -38,6 +38,9 @@ def dispatch(args: argparse.Namespace) -> int:
     if command == "bench":
         from tracker.cli import bench_command
         return bench_command.cmd_bench(args)
+    if command == "import":
+        from tracker.cli import import_command
+        return import_command.cmd_import(args)
     if command == "sim":
         from tracker.cli import sim_command
         return sim_command.cmd_sim_serve(args.config, args.host, args.port)

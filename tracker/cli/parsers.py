@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="that header (default: X-Forwarded-User)")
 
     _add_bench(sub)
+    add_import_parser(sub)
 
     sim = sub.add_parser("sim", help="the embedded OpenAI-compatible simulator")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True, metavar="ACTION")
@@ -151,6 +152,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_schedule_parsers(sub)
     add_gate_parsers(sub)
     return parser
+
+
+def add_import_parser(sub: Subparsers) -> None:
+    imported = sub.add_parser("import", help="store another tool's result file as runs (one "
+                                             "per benchmark): vllm bench serve, GuideLLM, AIPerf")
+    imported.add_argument("file", metavar="FILE", help="the tool's result file (JSON; AIPerf: "
+                                                        "profile_export_aiperf.json or .jsonl)")
+    imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf"),
+                          help="the tool that wrote it (default: recognised from its keys)")
+    imported.add_argument("--config", required=True, metavar="NAME",
+                          help="the serving config's name to file the runs under (its newest "
+                               "stored version; a new name gets an imported placeholder)")
+    imported.add_argument("--suite", metavar="NAME",
+                          help="the suite's name (default: imported-<tool>)")
+    _add_db(imported)
 
 
 def add_doctor_parser(sub: Subparsers) -> None:

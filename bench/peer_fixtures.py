@@ -1,0 +1,163 @@
+"""Write the result files tests/imports reads: other tools' own output, with how each was made.
+
+    python bench/peer_fixtures.py vllm                      # the vLLM schema fixture
+    python bench/peer_fixtures.py aiperf --aiperf BIN       # run AIPerf against the simulator
+
+``vllm``: vLLM (and its torch/CUDA) does not install here, so the file is written from seeded
+per-request values with ``vllm bench serve``'s own formulas and ``--save-result
+--save-detailed --metric-percentiles 50,90,99`` keys (vllm/benchmarks/serve.py: numpy mean,
+median, population std, linear percentiles; TPOT over requests with 2+ tokens; ITL every chunk
+gap flattened). ``aiperf``: AIPerf (from PyPI, in its own venv; give its ``aiperf`` executable)
+is run against ``tracker sim serve`` with a word-level tokenizer written on the spot (AIPerf's
+``builtin`` one downloads tiktoken's table); its ``profile_export_aiperf.json`` and
+``profile_export.jsonl`` are copied unchanged. Each fixture directory gets ORIGIN.md with the
+exact command. GuideLLM needs torch, so it is not run here (docs/import.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "imports" / "fixtures"
+TOKENIZER = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+words = ["[UNK]", *(f"w{i}" for i in range(2000))]
+tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(sys.argv[1])
+"""
+
+
+def _stats(prefix: str, values: list[float], out: dict[str, object]) -> None:
+    data = np.asarray(values) * 1000.0
+    out[f"mean_{prefix}_ms"] = float(np.mean(data))
+    out[f"median_{prefix}_ms"] = float(np.median(data))
+    out[f"std_{prefix}_ms"] = float(np.std(data))
+    for p in (50, 90, 99):
+        out[f"p{p}_{prefix}_ms"] = float(np.percentile(data, p))
+
+
+def write_vllm(path: Path, seed: int = 7, requests: int = 24) -> None:
+    rng = np.random.default_rng(seed)
+    ttfts = [float(t) for t in rng.lognormal(np.log(0.05), 0.3, requests)]
+    outputs = [int(n) for n in rng.integers(1, 40, requests)]
+    itls = [[float(g) for g in rng.lognormal(np.log(0.012), 0.2, n - 1)] for n in outputs]
+    inputs = [int(n) for n in rng.integers(100, 300, requests)]
+    errors = [""] * requests
+    errors[5] = "Traceback: aiohttp.ClientResponseError: 500, message='Internal Server Error'"
+    ok = [i for i in range(requests) if not errors[i]]
+    latencies = [ttfts[i] + sum(itls[i]) for i in ok]
+    tpots = [(ttfts[i] + sum(itls[i]) - ttfts[i]) / (outputs[i] - 1) for i in ok if outputs[i] > 1]
+    duration = 1.25 * max(latencies) * 4
+    total_in, total_out = sum(inputs[i] for i in ok), sum(outputs[i] for i in ok)
+    body: dict[str, object] = {
+        "date": "20261130-221504", "endpoint_type": "openai-chat", "backend": "openai-chat",
+        "label": None, "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+        "tokenizer_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": requests,
+        "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4,
+        "duration": duration, "completed": len(ok), "failed": requests - len(ok),
+        "total_input_tokens": total_in, "total_output_tokens": total_out,
+        "request_throughput": len(ok) / duration, "request_goodput": None,
+        "output_throughput": total_out / duration,
+        "total_token_throughput": (total_in + total_out) / duration,
+        "max_output_tokens_per_s": 412.0, "max_concurrent_requests": 4,
+    }
+    _stats("ttft", [ttfts[i] for i in ok], body)
+    _stats("tpot", tpots, body)
+    _stats("itl", [g for i in ok for g in itls[i]], body)
+    _stats("e2el", latencies, body)
+    body.update(input_lens=inputs, output_lens=[outputs[i] if not errors[i] else 0
+                                                for i in range(requests)],
+                ttfts=[ttfts[i] if not errors[i] else 0.0 for i in range(requests)],
+                itls=[itls[i] if not errors[i] else [] for i in range(requests)],
+                generated_texts=["" if errors[i] else "w " * outputs[i] for i in range(requests)],
+                errors=errors)
+    path.write_text(json.dumps(body, indent=4) + "\n", encoding="utf-8")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait(url: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"the simulator did not answer {url} within {timeout_s:g} s")
+
+
+def run_aiperf(aiperf: Path, out: Path, requests: int, concurrency: int) -> str:
+    port = _free_port()
+    sim = subprocess.Popen([sys.executable, "-m", "tracker", "sim", "serve", "--config",
+                            str(ROOT / "configs" / "sim-default.yaml"), "--port", str(port)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait(f"http://127.0.0.1:{port}/v1/models")
+        with tempfile.TemporaryDirectory(prefix="aiperf-") as work:
+            tokenizer, artifacts = Path(work) / "tokenizer", Path(work) / "artifacts"
+            subprocess.run([str(aiperf.parent / "python"), "-c", TOKENIZER, str(tokenizer)],
+                           check=True, capture_output=True)
+            command = [str(aiperf), "profile", "--model", "sim/llama-3-8b-instruct",
+                       "--tokenizer", str(tokenizer), "--url", f"http://127.0.0.1:{port}",
+                       "--endpoint-type", "chat", "--streaming", "--concurrency",
+                       str(concurrency), "--request-count", str(requests),
+                       "--prompt-input-tokens-mean", "128", "--prompt-output-tokens-mean", "32",
+                       "--use-server-token-count", "--random-seed", "7", "--ui-type", "none",
+                       "--artifact-dir", str(artifacts)]
+            subprocess.run(command, check=True, capture_output=True, timeout=300)
+            out.mkdir(parents=True, exist_ok=True)
+            for name in ("profile_export_aiperf.json", "profile_export.jsonl"):
+                shutil.copyfile(artifacts / name, out / name)
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    return " ".join(["aiperf", *command[1:]])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("tool", choices=("vllm", "aiperf"))
+    parser.add_argument("--aiperf", type=Path, help="the aiperf executable (its own venv)")
+    parser.add_argument("--requests", type=int, default=24)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+    if args.tool == "vllm":
+        write_vllm(FIXTURES / "vllm" / "bench_serve_detailed.json", requests=args.requests)
+        print("wrote", FIXTURES / "vllm" / "bench_serve_detailed.json")
+        return
+    if args.aiperf is None:
+        parser.error("aiperf needs --aiperf BIN (pip install aiperf in a throw-away venv)")
+    command = run_aiperf(args.aiperf, FIXTURES / "aiperf", args.requests, args.concurrency)
+    version = subprocess.run([str(args.aiperf.parent / "pip"), "show", "aiperf"],
+                             capture_output=True, text=True).stdout.split("\n")[1]
+    (FIXTURES / "aiperf" / "ORIGIN.md").write_text(
+        f"# AIPerf fixture\n\nWritten by `python bench/peer_fixtures.py aiperf --aiperf BIN "
+        f"--requests {args.requests} --concurrency {args.concurrency}` ({version}), against "
+        f"`tracker sim serve --config configs/sim-default.yaml`. The exact AIPerf command:\n\n"
+        f"```\n{command}\n```\n\nThe two files are AIPerf's own output, unchanged.\n",
+        encoding="utf-8")
+    print("wrote", FIXTURES / "aiperf")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""``tracker import``: real result files into a real store, once; a bad file stores nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from tracker.cli.main import main
+from tracker.inputs.configs import EngineArgs, ServingConfig, Target, build_loaded_config
+from tracker.inputs.suites import FixedPrompt, Suite, Workload, build_loaded_suite
+from tracker.load.summary import compute_workload_summary
+from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
+from tracker.store import queries
+from tracker.store.db import open_store
+from tracker.store.imported_runs import fetch_import_source
+from tracker.store.models import RunModel
+from tracker.store.runs import (
+    begin_run,
+    fetch_run,
+    finish_run,
+    save_config_version,
+    save_suite,
+    save_workload,
+)
+
+FIXTURES = Path(__file__).parents[1] / "imports" / "fixtures"
+VLLM = FIXTURES / "vllm" / "bench_serve_detailed.json"
+AIPERF = FIXTURES / "aiperf" / "profile_export_aiperf.json"
+
+
+def _runs(url: str) -> int:
+    engine = open_store(url)
+    try:
+        with Session(engine) as session:
+            return int(session.scalar(select(func.count()).select_from(RunModel)) or 0)
+    finally:
+        engine.dispose()
+
+
+def test_a_vllm_file_becomes_one_run_with_its_source_and_twice_adds_nothing(
+        db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["import", str(VLLM), "--config", "llama-8b", "--db", db_url]) == 0
+    out = capsys.readouterr().out
+    assert "imported from vllm" in out and "workload c4, 23 ok, 1 failed" in out
+    assert main(["import", str(VLLM), "--format", "vllm", "--config", "llama-8b",
+                 "--db", db_url]) == 0
+    assert "already imported" in capsys.readouterr().out
+    assert _runs(db_url) == 1
+    shown = tmp_path / "run.json"
+    assert main(["show", "1", "--db", db_url, "--json", str(shown)]) == 0
+    body = json.loads(shown.read_text(encoding="utf-8"))
+    source = body["environment"]["import"]
+    assert source["tool"] == "vllm"
+    assert source["sha256"] == hashlib.sha256(VLLM.read_bytes()).hexdigest()
+    assert (body["config"]["name"], body["suite"]["name"]) == ("llama-8b", "imported-vllm")
+    assert body["workloads"][0]["median_ttft_ms"] == pytest.approx(
+        json.loads(VLLM.read_text(encoding="utf-8"))["median_ttft_ms"], abs=1e-9)
+
+
+def test_aiperf_summary_and_records_are_stored(sqlite_url: str, tmp_path: Path) -> None:
+    copy = tmp_path / "aiperf"
+    shutil.copytree(AIPERF.parent, copy)
+    assert main(["import", str(copy / AIPERF.name), "--config", "llama-8b",
+                 "--db", sqlite_url]) == 0
+    engine = open_store(sqlite_url)
+    try:
+        with Session(engine) as session:
+            run = fetch_run(session, 1)
+    finally:
+        engine.dispose()
+    assert fetch_import_source(run.environment) == "aiperf 0.13.0"
+    assert len(run.workloads[0].records) == 24 and run.status is RunStatus.COMPLETED
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("", "the file is empty"),
+    ('{"date": "20261130-221504", "mean_ttft_ms": 4', "may be truncated"),
+    ('{"results": [1, 2, 3]}', "no 'mean_ttft_ms' (vllm)"),
+])
+def test_a_bad_file_exits_2_with_one_line_and_stores_nothing(
+        sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+        why: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["import", str(path), "--config", "c", "--db", sqlite_url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: not ") and why in err and "\n" not in err
+    assert _runs(sqlite_url) == 0
+
+
+def _native_run(engine: Engine) -> int:
+    config = build_loaded_config(ServingConfig(name="llama-8b", target=Target(kind="sim",
+                                 model="m"), engine=EngineArgs(max_num_seqs=8)), "-")
+    suite = build_loaded_suite(Suite(name="chat", workloads=[
+        Workload(name="c4", prompts=FixedPrompt(source="fixed", text="x"), max_tokens=5,
+                 concurrency=4, num_requests=8)]), "-")
+    started = datetime(2026, 11, 29, 2, 0, tzinfo=UTC)
+    records = tuple(RequestRecord(i, i * 0.1, 0.05, 0.3, (0.01,) * 4, 5, TokenSource.USAGE, 10,
+                                  TokenSource.USAGE) for i in range(8))
+    with Session(engine) as session, session.begin():
+        run_id = begin_run(session, config_version_id=save_config_version(session, config),
+                           suite_id=save_suite(session, suite), started_at=started, host="h",
+                           tracker_version="t", simulated=False, environment={})
+        save_workload(session, run_id, 0, WorkloadResult(
+            "c4", 4, 8, 0, {}, started, started, records,
+            compute_workload_summary(records, 2.0)))
+        finish_run(session, run_id, RunStatus.COMPLETED, started, None)
+    return run_id
+
+
+def test_the_trend_query_mixes_native_and_imported_runs_with_the_source(
+        sqlite_url: str) -> None:
+    engine = open_store(sqlite_url)
+    try:
+        native = _native_run(engine)
+        assert main(["import", str(VLLM), "--config", "llama-8b", "--suite", "chat",
+                     "--db", sqlite_url]) == 0
+        with Session(engine) as session:
+            trend = queries.fetch_trend(session, "ttft_median_s", configs=["llama-8b"],
+                                        suites=["chat"], workloads=["c4"])
+            sources = [fetch_import_source(fetch_run(session, int(i)).environment)
+                       for i in trend["run_id"]]
+    finally:
+        engine.dispose()
+    assert list(trend["run_id"]) == [native, native + 1]
+    assert sources == ["native", "vllm"]
+    vllm_median_s = json.loads(VLLM.read_text(encoding="utf-8"))["median_ttft_ms"] / 1000
+    assert list(trend["value"]) == pytest.approx([0.05, vllm_median_s], abs=1e-12)

@@ -1,0 +1,11 @@
+"""Other tools' result files as tracker runs: ``vllm bench serve``, GuideLLM, AIPerf.
+
+A stage between ``inputs`` and the results: it reads a file and returns ``tracker.results``
+values; the store saves them (``tracker.store.imported_runs``). docs/import.md maps each tool's
+fields onto the tracker's.
+"""
+
+from tracker.imports.sniff import load_imported, sniff_format
+from tracker.imports.source import FORMATS, ImportedRun, ImportFormatError
+
+__all__ = ["FORMATS", "ImportFormatError", "ImportedRun", "load_imported", "sniff_format"]

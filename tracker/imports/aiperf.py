@@ -1,0 +1,167 @@
+"""AIPerf's ``profile_export_aiperf.json`` (with the ``profile_export.jsonl`` beside it) → one
+tracker run (docs/import.md, "AIPerf").
+
+AIPerf's names differ from the tracker's: its ``inter_token_latency`` is per request
+``(request_latency - ttft) / (osl - 1)``, the tracker's TPOT; its ``inter_chunk_latency`` is every
+gap between chunks, the tracker's ITL; ``request_latency`` is E2EL. Values in ms become seconds.
+Metrics with no tracker meaning (time to second token, AIPerf's "effective" latency from when a
+request was due, per-user throughput) keep an ``aiperf_`` name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tracker.imports.source import (
+    ImportedRun,
+    SourceFile,
+    latency_stats,
+    optional_number,
+    parse_json,
+    read_source,
+    require_object,
+    utc,
+)
+from tracker.results import RequestRecord, TokenSource, WorkloadResult, WorkloadSummary
+
+EXPECTED = "an AIPerf profile export (profile_export_aiperf.json)"
+KEY = "time_to_first_token"
+RECORDS_FILE = "profile_export.jsonl"
+LATENCIES = {"ttft": "time_to_first_token", "tpot": "inter_token_latency",
+             "itl": "inter_chunk_latency", "e2el": "request_latency"}
+KEPT = {  # AIPerf metric -> (statistic, scale, kept name): no tracker metric means it
+    "time_to_second_token": ("p50", 1e-3, "aiperf_time_to_second_token_median_s"),
+    "effective_latency": ("p50", 1e-3, "aiperf_effective_latency_median_s"),
+    "output_token_throughput_per_user": (
+        "p50", 1.0, "aiperf_output_token_throughput_per_user_median_tokens_per_s"),
+}
+
+
+def load_aiperf(source: SourceFile) -> list[ImportedRun]:
+    if source.text.lstrip().startswith("{") and _first_line_is_record(source):
+        raise source.fail(EXPECTED, f"this is AIPerf's per-record {RECORDS_FILE}; import the "
+                                    "profile_export_aiperf.json beside it (its records are "
+                                    "read from there)")
+    body = require_object(source, parse_json(source, EXPECTED), EXPECTED, KEY)
+    if not isinstance(body.get(KEY), Mapping) or "aiperf_version" not in body:
+        raise source.fail(EXPECTED, f"no {KEY!r} metric or 'aiperf_version' key")
+    records = _records(source)
+    summary = _summary(body)
+    started_at, ended_at = _time(source, body, "start_time"), _time(source, body, "end_time")
+    phase = _phase(body)
+    concurrency = int(phase.get("concurrency") or 0) or summary.completed + summary.failed
+    kept = {name: value * scale for key, (stat, scale, name) in KEPT.items()
+            if (value := optional_number(_metric(body, key), stat)) is not None}
+    workload = WorkloadResult(
+        name=f"c{concurrency}" if phase.get("concurrency") else "aiperf", concurrency=concurrency,
+        num_requests=int(phase.get("requests") or summary.completed + summary.failed),
+        warmup_requests=0, params={**_params(body), "source_values": kept},
+        started_at=started_at, ended_at=ended_at, records=records, summary=summary)
+    notes = () if records else (f"no {RECORDS_FILE} beside the file: no request records",)
+    return [ImportedRun(
+        tool="aiperf", tool_version=str(body["aiperf_version"]), sha256=source.sha256,
+        benchmark=0, started_at=started_at, ended_at=ended_at, host="imported",
+        workload=workload, source_values=kept, notes=notes)]
+
+
+def _metric(body: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    found = body.get(key)
+    return found if isinstance(found, Mapping) else {}
+
+
+def _summary(body: Mapping[str, Any]) -> WorkloadSummary:
+    completed = int(_avg(body, "completed_request_count") or _avg(body, "request_count") or 0)
+    failed = int(_avg(body, "error_request_count") or 0)
+    stats = {}
+    for key, name in LATENCIES.items():
+        metric = _metric(body, name)
+        values = {stat: _ms(metric, field) for stat, field in
+                  (("mean", "avg"), ("median", "p50"), ("std", "std"), ("p90", "p90"),
+                   ("p99", "p99"))}
+        stats[key] = latency_stats(int(optional_number(metric, "count") or 0), values)
+    usage = _metric(body, "input_config").get("endpoint", {}).get("use_server_token_count")
+    source = TokenSource.USAGE if usage else TokenSource.CLIENT
+    return WorkloadSummary(
+        completed=completed, failed=failed, duration_s=_avg(body, "benchmark_duration") or 0.0,
+        total_input_tokens=int(_avg(body, "total_isl") or 0),
+        total_output_tokens=int(_avg(body, "total_osl") or 0),
+        request_throughput_per_s=_avg(body, "request_throughput"),
+        output_throughput_tokens_per_s=_avg(body, "output_token_throughput"),
+        total_token_throughput_tokens_per_s=_avg(body, "total_token_throughput"),
+        ttft=stats["ttft"], tpot=stats["tpot"], itl=stats["itl"], e2el=stats["e2el"],
+        output_tokens_source=source, input_tokens_source=source,
+        errors={"aiperf_error": failed} if failed else {})
+
+
+def _avg(body: Mapping[str, Any], key: str) -> float | None:
+    return optional_number(_metric(body, key), "avg")
+
+
+def _ms(metric: Mapping[str, Any], key: str) -> float | None:
+    value = optional_number(metric, key)
+    return None if value is None else value / 1000.0
+
+
+def _phase(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    phases = _metric(body, "input_config").get("phases") or []
+    found = [p for p in phases if isinstance(p, Mapping) and p.get("kind") == "profiling"]
+    return found[0] if found else {}
+
+
+def _params(body: Mapping[str, Any]) -> dict[str, Any]:
+    config = _metric(body, "input_config")
+    models = [m.get("name") for m in config.get("models", {}).get("items", [])]
+    return {"aiperf_models": models, "aiperf_endpoint": config.get("endpoint"),
+            "aiperf_phase": dict(_phase(body)),
+            "aiperf_cli_command": _metric(body, "run_info").get("cli_command")}
+
+
+def _time(source: SourceFile, body: Mapping[str, Any], key: str) -> datetime:
+    try:
+        return utc(datetime.fromisoformat(str(body.get(key))))
+    except ValueError:
+        raise source.fail(EXPECTED, f"{key!r} must be an ISO time (got {body.get(key)!r})") from None
+
+
+def _first_line_is_record(source: SourceFile) -> bool:
+    try:
+        first = json.loads(source.text.lstrip().splitlines()[0])
+    except (json.JSONDecodeError, IndexError):
+        return False
+    return isinstance(first, Mapping) and "metrics" in first and "metadata" in first
+
+
+def _records(source: SourceFile) -> tuple[RequestRecord, ...]:
+    path = Path(source.path).with_name(RECORDS_FILE)
+    if not path.is_file():
+        return ()
+    lines = read_source(path).text.splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    starts = [row["metadata"]["request_start_ns"] for row in rows]
+    origin = min(starts, default=0)
+    return tuple(_record(i, row, origin) for i, row in enumerate(rows))
+
+
+def _record(index: int, row: Mapping[str, Any], origin_ns: int) -> RequestRecord:
+    metrics = row.get("metrics", {})
+
+    def value(name: str) -> Any:
+        found = metrics.get(name)
+        return found.get("value") if isinstance(found, Mapping) else None
+
+    error = row.get("error")
+    ttft, latency = value("time_to_first_token"), value("request_latency")
+    gaps = value("inter_chunk_latency") or []
+    return RequestRecord(
+        index=index, start_s=(row["metadata"]["request_start_ns"] - origin_ns) / 1e9,
+        ttft_s=None if ttft is None else ttft / 1000.0,
+        e2el_s=None if latency is None else latency / 1000.0,
+        itl_s=tuple(g / 1000.0 for g in gaps), output_tokens=value("output_sequence_length"),
+        output_tokens_source=None, input_tokens=value("input_sequence_length"),
+        input_tokens_source=None, error_class="aiperf_error" if error else None,
+        error=json.dumps(error) if error else None,
+        output_chunks=len(gaps) + 1 if ttft is not None else None)

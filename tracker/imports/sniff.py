@@ -1,0 +1,68 @@
+"""Which tool wrote a result file, from its shape, and the one entry point ``load_imported``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tracker.imports.source import (
+    FORMATS,
+    ImportedRun,
+    ImportFormatError,
+    SourceFile,
+    parse_json,
+    read_source,
+)
+
+Loader = Callable[[SourceFile], list[ImportedRun]]
+
+
+def _loaders() -> dict[str, Loader]:
+    from tracker.imports.aiperf import load_aiperf
+    from tracker.imports.guidellm import load_guidellm
+    from tracker.imports.vllm import load_vllm
+    return {"vllm": load_vllm, "guidellm": load_guidellm, "aiperf": load_aiperf}
+
+
+def sniff_format(source: SourceFile) -> str:
+    """``vllm``, ``guidellm`` or ``aiperf`` from the file's keys; an error when none fits."""
+    expected = f"a result file of {', '.join(FORMATS)} (give --format to say which)"
+    first = source.text.lstrip()[:1]
+    if first == "{" and "\n{" in source.text.strip() and _is_jsonl(source):
+        return "aiperf"  # profile_export.jsonl: one record per line
+    body = parse_json(source, expected)
+    if not isinstance(body, Mapping):
+        raise source.fail(expected, f"expected a JSON object, got {type(body).__name__}")
+    return _format_of(source, body, expected)
+
+
+def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> str:
+    if "mean_ttft_ms" in body:
+        return "vllm"
+    if isinstance(body.get("benchmarks"), list):
+        return "guidellm"
+    if "records" in body or isinstance(body.get("time_to_first_token"), Mapping):
+        return "aiperf"
+    keys = ", ".join(repr(k) for k in list(body)[:5]) or "none"
+    raise source.fail(expected, f"no 'mean_ttft_ms' (vllm), 'benchmarks' (guidellm) or "
+                                f"'time_to_first_token' (aiperf) key; its keys: {keys}")
+
+
+def _is_jsonl(source: SourceFile) -> bool:
+    try:
+        json.loads(source.text)
+    except json.JSONDecodeError:
+        return True
+    return False
+
+
+def load_imported(path: str | Path, fmt: str | None = None) -> list[ImportedRun]:
+    """The runs in the result file at ``path`` (one per benchmark); ``fmt`` None: sniffed."""
+    source = read_source(path)
+    chosen = fmt or sniff_format(source)
+    loaders = _loaders()
+    if chosen not in loaders:
+        raise ImportFormatError(f"--format {chosen}: must be one of {', '.join(FORMATS)}")
+    return loaders[chosen](source)
