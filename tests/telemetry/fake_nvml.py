@@ -2,7 +2,10 @@
 
 It answers the calls the sampler and the fingerprint make, with readings that change on every
 call so peaks and means are testable: GPU i uses ``BASE_MEMORY + i GiB + calls GiB`` (capped),
-draws ``200 + 10 * calls`` W, and reports the throttle reasons it was built with.
+draws ``200 + 10 * calls`` W, and reports the throttle reasons it was built with. Its energy
+counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ) advances by ``energy_step_mj(i)`` on each
+read of GPU i, so a workload read at its start and end drew exactly that; ``processes`` lists the
+compute processes each GPU reports. ``FakeNvmlWithoutEnergy`` is a binding without the counter.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class FakeNvml:
     calls: int = 0
     inits: int = 0
     shutdowns: int = 0
+    processes: dict[int, list[int]] = field(default_factory=dict)  # GPU index -> pids
+    energy_reads: dict[int, int] = field(default_factory=dict)  # GPU index -> counter reads
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     NVMLError = NVMLError
@@ -96,8 +101,33 @@ class FakeNvml:
         self._tick("throttle")
         return self.throttle_mask
 
+    @staticmethod
+    def energy_step_mj(handle: int) -> int:
+        return 150_000 + 1_000 * handle  # 150 J (+1 J per GPU index) between two reads
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
+        if "energy" in self.unsupported:
+            raise NVMLError_NotSupported("Not Supported")
+        with self._lock:
+            reads = self.energy_reads.get(handle, 0)
+            self.energy_reads[handle] = reads + 1
+        return 9_000_000_000 + reads * self.energy_step_mj(handle)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[SimpleNamespace]:
+        return [SimpleNamespace(pid=pid, usedGpuMemory=GIB) for pid in self.processes.get(handle, [])]
+
     def nvmlSystemGetDriverVersion(self) -> str:
         return "570.86.15"
 
     def nvmlSystemGetCudaDriverVersion(self) -> int:
         return 12080
+
+
+@dataclass
+class FakeNvmlWithoutEnergy(FakeNvml):
+    """A binding from before the energy counter: the function is not there at all."""
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "nvmlDeviceGetTotalEnergyConsumption":
+            raise AttributeError(name)
+        return super().__getattribute__(name)

@@ -28,6 +28,7 @@ def _device_json(device: GpuDeviceSummary) -> dict[str, Any]:
         "sm_clock_mean_mhz": device.sm_clock_mean_mhz,
         "temperature_peak_c": device.temperature_peak_c,
         "throttle_reasons": list(device.throttle_reasons),
+        "energy_j": device.energy_j, "energy_source": device.energy_source,
     }
 
 
@@ -39,7 +40,10 @@ def render_gpu_json(gpu: GpuTelemetry | None) -> dict[str, Any]:
     return {
         "measured": True, "sample_hz": gpu.sample_hz, "samples": len(gpu.samples),
         "gpu_memory_peak_bytes": gpu.memory_peak_bytes, "gpu_util_mean": gpu.gpu_util_mean_pct,
-        "power_mean_w": gpu.power_mean_w, "devices": [_device_json(d) for d in gpu.devices],
+        "power_mean_w": gpu.power_mean_w, "energy_j": gpu.energy_j,
+        "energy_mean_w": gpu.energy_mean_w, "energy_source": gpu.energy_source,
+        "energy_note": gpu.energy_note, "duration_s": gpu.duration_s,
+        "devices": [_device_json(d) for d in gpu.devices],
     }
 
 
@@ -61,7 +65,10 @@ def _run_gpu_json(run: RunResult) -> dict[str, Any]:
     utils = [g.gpu_util_mean_pct for g in measured if g.gpu_util_mean_pct is not None]
     powers = [g.power_mean_w for g in measured if g.power_mean_w is not None]
     devices = {d.gpu_index: d.name for g in measured for d in g.devices}
+    energies = [g.energy_j for g in measured]
     return {
+        "energy_j": None if any(e is None for e in energies)
+        else sum(e for e in energies if e is not None),
         "measured": True,
         "gpu_memory_peak_bytes": max(peaks) if peaks else None,
         "gpu_util_mean": sum(utils) / len(utils) if utils else None,
@@ -112,7 +119,8 @@ def _gpu_line(run: RunResult) -> str:
     return (f"gpu: {', '.join(str(d['name']) for d in gpu['devices'])}; memory peak "
             f"{'-' if peak is None else f'{peak / GIB:.2f} GiB'}, util mean "
             f"{'-' if util is None else f'{util:.0f}%'}, power mean "
-            f"{'-' if power is None else f'{power:.0f} W'}")
+            f"{'-' if power is None else f'{power:.0f} W'}"
+            + ("" if gpu["energy_j"] is None else f", energy {gpu['energy_j']:.4g} J"))
 
 
 def _server_line(run: RunResult) -> str:
@@ -148,8 +156,13 @@ def _quality_line(quality: QualityResult) -> str:
             f"since run {quality.drift_baseline_run_id}")
 
 
+def _energy_notes(run: RunResult) -> list[str]:
+    return [f"note: energy of {w.name}: {w.gpu.energy_note}" for w in run.workloads
+            if w.gpu is not None and w.gpu.energy_note]
+
+
 def render_telemetry_lines(run: RunResult) -> list[str]:
-    lines = [_gpu_line(run), _server_line(run)]
+    lines = [_gpu_line(run), *_energy_notes(run), _server_line(run)]
     if run.quality is not None:
         lines.append(_quality_line(run.quality))
     return lines

@@ -41,7 +41,8 @@ _SAMPLE_FIELDS = ("gpu_index", "t_s", "memory_used_bytes", "gpu_util_pct", "memo
                   "power_w", "sm_clock_mhz", "temperature_c", "throttle_reasons")
 _DEVICE_FIELDS = ("gpu_index", "name", "memory_total_bytes", "samples", "memory_used_peak_bytes",
                   "memory_used_mean_bytes", "gpu_util_mean_pct", "gpu_util_peak_pct",
-                  "power_mean_w", "power_peak_w", "sm_clock_mean_mhz", "temperature_peak_c")
+                  "power_mean_w", "power_peak_w", "sm_clock_mean_mhz", "temperature_peak_c",
+                  "energy_j", "energy_source")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,8 @@ def save_workload_telemetry(session: Session, workload_result_id: int,
         server_measured=bool(server and server.measured),
         server_reason=server.reason if server else None,
         server_scrapes=server.scrapes if server else 0,
+        gpu_duration_s=gpu.duration_s if gpu else None,
+        energy_note=gpu.energy_note if gpu else None,
     ))
     if gpu is not None and gpu.devices:
         session.execute(insert(GpuSummaryModel), [
@@ -105,7 +108,8 @@ def fetch_workload_telemetry(
     for head in heads:
         wid = head.workload_result_id
         gpu = GpuTelemetry(head.gpu_measured, head.gpu_reason, head.gpu_sample_hz,
-                           tuple(devices[wid]), tuple(samples[wid]))
+                           tuple(devices[wid]), tuple(samples[wid]),
+                           duration_s=head.gpu_duration_s, energy_note=head.energy_note)
         server = ServerTelemetry(head.server_measured, head.server_reason, head.server_scrapes,
                                  values[wid])
         out[wid] = (gpu, server)

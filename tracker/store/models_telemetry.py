@@ -1,7 +1,7 @@
 """Telemetry tables: what the GPUs and the server reported while a workload ran.
 
 - ``workload_telemetry``: per workload, whether GPU and server telemetry were measured and why not;
-- ``gpu_summaries``: per workload and GPU, peaks and means of its samples;
+- ``gpu_summaries``: per workload and GPU, peaks and means of its samples, and its energy;
 - ``gpu_samples``: the timeline, one row per GPU per sample (query it per run with
   ``tracker.store.measurements.fetch_gpu_timeline``);
 - ``server_metrics``: per workload, the scraped summary (``kv_cache_usage_peak``, ``num_preemptions``,
@@ -29,6 +29,8 @@ class WorkloadTelemetryModel(Base):
     server_measured: Mapped[bool] = mapped_column(Boolean)
     server_reason: Mapped[str | None] = mapped_column(Text)
     server_scrapes: Mapped[int] = mapped_column(Integer)
+    gpu_duration_s: Mapped[float | None] = mapped_column(Double)  # the span the energy covers
+    energy_note: Mapped[str | None] = mapped_column(Text)
 
 
 class GpuSummaryModel(Base):
@@ -49,6 +51,8 @@ class GpuSummaryModel(Base):
     sm_clock_mean_mhz: Mapped[float | None] = mapped_column(Double)
     temperature_peak_c: Mapped[float | None] = mapped_column(Double)
     throttle_reasons: Mapped[list[str]] = mapped_column(JSON)
+    energy_j: Mapped[float | None] = mapped_column(Double)
+    energy_source: Mapped[str | None] = mapped_column(String(20))
 
 
 class GpuSampleModel(Base):

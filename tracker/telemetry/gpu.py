@@ -2,7 +2,9 @@
 
 The sampler reads every selected GPU ``sample_hz`` times a second while a workload runs: memory
 used, GPU and memory utilisation, power, SM clock, temperature and the clock-event (throttle)
-reasons. A reading a device does not support is None; no driver (``pynvml.NVMLError``, e.g.
+reasons. At the workload's start and end it reads each GPU's energy counter
+(``tracker.telemetry.energy``: joules per GPU, from the counter or the sampled power). A reading
+a device does not support is None; no driver (``pynvml.NVMLError``, e.g.
 "NVML Shared Library Not Found") makes the whole workload "not measured" with that reason and
 never fails the run. ``nvml`` is the module to use: the real ``pynvml`` unless a test injects a
 fake (the only fake in the tracker's tests).
@@ -14,11 +16,18 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pynvml
 
 from tracker.results import GpuDeviceSummary, GpuSample, GpuTelemetry
+from tracker.telemetry.energy import (
+    compute_device_energy,
+    compute_energy_note,
+    read_energy_mj,
+    read_other_processes,
+)
 
 Clock = Callable[[], float]
 DEFAULT_SAMPLE_HZ = 10.0
@@ -117,6 +126,8 @@ class GpuSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._initialised = False
+        self._started_s: float | None = None
+        self._energy_start_mj: dict[int, int | None] = {}
 
     def start(self) -> None:
         if self.reason is not None:
@@ -136,6 +147,9 @@ class GpuSampler:
             self.reason = "NVML reports no GPU on this host"
             self._shutdown()
             return
+        self._started_s = self.clock()
+        self._energy_start_mj = {i: read_energy_mj(self.nvml, reader.handle)
+                                 for i, reader in self._readers}
         self._thread = threading.Thread(target=self._loop, name="tracker-gpu-sampler",
                                         daemon=True)
         self._thread.start()
@@ -156,13 +170,25 @@ class GpuSampler:
             self._stop.set()
             self._thread.join()
             self._thread = None
-        devices = tuple(compute_device_summary(i, *reader.static_info(), self.samples)
-                        for i, reader in self._readers) if self.reason is None else ()
-        self._shutdown()
         if self.reason is not None:
+            self._shutdown()
             return GpuTelemetry(measured=False, reason=self.reason)
+        energy_end_mj = {i: read_energy_mj(self.nvml, reader.handle) for i, reader in self._readers}
+        duration_s = None if self._started_s is None else self.clock() - self._started_s
+        shared = read_other_processes(self.nvml, [(i, r.handle) for i, r in self._readers])
+        devices = tuple(self._device_summary(i, reader, energy_end_mj.get(i))
+                        for i, reader in self._readers)
+        self._shutdown()
         return GpuTelemetry(measured=True, sample_hz=self.sample_hz, devices=devices,
-                            samples=tuple(self.samples))
+                            samples=tuple(self.samples), duration_s=duration_s,
+                            energy_note=compute_energy_note(duration_s, shared))
+
+    def _device_summary(self, index: int, reader: _Reader,
+                        energy_end_mj: int | None) -> GpuDeviceSummary:
+        summary = compute_device_summary(index, *reader.static_info(), self.samples)
+        energy_j, source = compute_device_energy(index, self._energy_start_mj.get(index),
+                                                 energy_end_mj, self.samples)
+        return replace(summary, energy_j=energy_j, energy_source=source)
 
     def _shutdown(self) -> None:
         if self._initialised:
