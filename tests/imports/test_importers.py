@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,12 @@ def test_a_bad_file_is_one_line_naming_the_file_and_what_was_expected(
         load_imported(path, fmt)
     message = str(raised.value)
     assert message.startswith(f"{path}: not ") and why in message and "\n" not in message
+
+
+def test_a_cut_aiperf_records_file_names_its_line(tmp_path: Path) -> None:
+    shutil.copyfile(AIPERF, tmp_path / AIPERF.name)
+    lines = AIPERF_RECORDS.read_text(encoding="utf-8").splitlines()
+    (tmp_path / AIPERF_RECORDS.name).write_text("\n".join([*lines[:3], lines[3][:40]]),
+                                                encoding="utf-8")
+    with pytest.raises(ImportFormatError, match=r"profile_export\.jsonl: not .* line 4: invalid"):
+        load_imported(tmp_path / AIPERF.name)

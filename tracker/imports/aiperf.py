@@ -139,11 +139,31 @@ def _records(source: SourceFile) -> tuple[RequestRecord, ...]:
     path = Path(source.path).with_name(RECORDS_FILE)
     if not path.is_file():
         return ()
-    lines = read_source(path).text.splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
-    starts = [row["metadata"]["request_start_ns"] for row in rows]
-    origin = min(starts, default=0)
+    records = read_source(path)
+    rows = [_row(records, number, line)
+            for number, line in enumerate(records.text.splitlines(), start=1) if line.strip()]
+    origin = min((_start_ns(row) for row in rows), default=0)
     return tuple(_record(i, row, origin) for i, row in enumerate(rows))
+
+
+def _row(records: SourceFile, line_number: int, line: str) -> Mapping[str, Any]:
+    expected = f"AIPerf's per-record {RECORDS_FILE}"
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise records.fail(expected, f"line {line_number}: invalid JSON ({exc.msg}); the file "
+                                     "may be truncated") from None
+    start = row.get("metadata", {}).get("request_start_ns") if isinstance(row, Mapping) else None
+    if not isinstance(start, int) or not isinstance(row.get("metrics"), Mapping):
+        raise records.fail(expected, f"line {line_number}: no 'metadata.request_start_ns' or "
+                                     "'metrics'")
+    found: Mapping[str, Any] = row
+    return found
+
+
+def _start_ns(row: Mapping[str, Any]) -> int:
+    start: int = row["metadata"]["request_start_ns"]
+    return start
 
 
 def _record(index: int, row: Mapping[str, Any], origin_ns: int) -> RequestRecord:
@@ -157,7 +177,7 @@ def _record(index: int, row: Mapping[str, Any], origin_ns: int) -> RequestRecord
     ttft, latency = value("time_to_first_token"), value("request_latency")
     gaps = value("inter_chunk_latency") or []
     return RequestRecord(
-        index=index, start_s=(row["metadata"]["request_start_ns"] - origin_ns) / 1e9,
+        index=index, start_s=(_start_ns(row) - origin_ns) / 1e9,
         ttft_s=None if ttft is None else ttft / 1000.0,
         e2el_s=None if latency is None else latency / 1000.0,
         itl_s=tuple(g / 1000.0 for g in gaps), output_tokens=value("output_sequence_length"),
