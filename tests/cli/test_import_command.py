@@ -133,3 +133,25 @@ def test_the_trend_query_mixes_native_and_imported_runs_with_the_source(
     assert sources == ["native", "vllm"]
     vllm_median_s = json.loads(VLLM.read_text(encoding="utf-8"))["median_ttft_ms"] / 1000
     assert list(trend["value"]) == pytest.approx([0.05, vllm_median_s], abs=1e-12)
+
+
+def test_an_exported_run_imports_back_to_the_same_summary(
+        sqlite_url: str, tmp_path: Path) -> None:
+    assert main(["import", str(VLLM), "--config", "llama-8b", "--db", sqlite_url]) == 0
+    exported = tmp_path / "exported.json"
+    assert main(["export", "1", "--format", "vllm", "--out", str(exported),
+                 "--db", sqlite_url]) == 0
+    body, original = (json.loads(p.read_text(encoding="utf-8")) for p in (exported, VLLM))
+    for key in ("median_ttft_ms", "p99_tpot_ms", "p90_itl_ms", "mean_e2el_ms",
+                "request_throughput", "output_throughput", "completed", "failed"):
+        assert body[key] == pytest.approx(original[key], abs=1e-9), key
+    assert body["ttfts"] == original["ttfts"] and body["itls"] == original["itls"]
+    assert main(["import", str(exported), "--config", "llama-8b", "--db", sqlite_url]) == 0
+    assert _runs(sqlite_url) == 2
+
+
+def test_export_of_an_unknown_workload_names_the_choices(
+        sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(VLLM), "--config", "llama-8b", "--db", sqlite_url]) == 0
+    assert main(["export", "1", "--workload", "nope", "--db", sqlite_url]) == 2
+    assert "--workload must be one of c4 (got 'nope')" in capsys.readouterr().err

@@ -41,6 +41,9 @@ def dispatch(args: argparse.Namespace) -> int:
     if command == "import":
         from tracker.cli import import_command
         return import_command.cmd_import(args)
+    if command == "export":
+        from tracker.cli import export_command
+        return export_command.cmd_export(args)
     if command == "sim":
         from tracker.cli import sim_command
         return sim_command.cmd_sim_serve(args.config, args.host, args.port)

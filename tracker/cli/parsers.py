@@ -167,6 +167,15 @@ def add_import_parser(sub: Subparsers) -> None:
     imported.add_argument("--suite", metavar="NAME",
                           help="the suite's name (default: imported-<tool>)")
     _add_db(imported)
+    export = sub.add_parser("export", help="write one workload of a stored run as another "
+                                           "tool's result file (vllm bench serve's JSON)")
+    export.add_argument("run_id", type=int, metavar="RUN")
+    export.add_argument("--format", choices=("vllm",), default="vllm",
+                        help="the file's format (default: vllm)")
+    export.add_argument("--workload", metavar="NAME", help="which workload (needed when the "
+                                                           "run has several)")
+    export.add_argument("--out", default="-", metavar="FILE", help="where (default: stdout)")
+    _add_db(export)
 
 
 def add_doctor_parser(sub: Subparsers) -> None:
