@@ -190,3 +190,31 @@ def test_gate_refuses_runs_of_different_suites(files: dict[str, Path],
     capsys.readouterr()
     assert main(["gate", "--db", str(files["db"]), "--base-run", "1", "--head-run", "2"]) == 2
     assert "different suites" in capsys.readouterr().err
+
+
+def test_earlier_base_runs_give_the_noise_so_a_clear_regression_is_decided_in_one_round(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(3):
+        assert main(["run", "--config", str(files["base"]), "--suite", str(files["suite"]),
+                     "--db", str(files["db"]), "--quiet"]) == 0
+    capsys.readouterr()
+    out = files["dir"] / "gate.json"
+    assert _gate(files, "slow", "--json", str(out), repeats=None) == 1
+    markdown = capsys.readouterr().out
+    rounds = json.loads(out.read_text(encoding="utf-8"))["rounds"]
+    assert rounds["noise_runs"] == 3 and rounds["rounds"] == 1
+    assert ("**rounds** sequential: decided after 1 of 6 rounds; run-to-run noise from 3 "
+            "earlier runs of the base") in markdown
+    assert "pooled with 3 earlier runs" in json.loads(out.read_text(encoding="utf-8"))[
+        "rows"][0]["verdict"]["method"]
+
+
+def test_without_earlier_base_runs_the_noise_comes_from_the_rounds_alone(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--config", str(files["slow"]), "--suite", str(files["suite"]),
+                 "--db", str(files["db"]), "--quiet"]) == 0  # of the head: not the base's
+    capsys.readouterr()
+    assert _gate(files, "slow", "--json", "-", repeats=None) == 1
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["rounds"]["noise_runs"] is None and verdict["rounds"]["rounds"] >= 2
+    assert "looks 2..6" in verdict["rows"][0]["verdict"]["method"]

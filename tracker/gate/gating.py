@@ -88,6 +88,7 @@ class GateRounds:
     max_rounds: int
     sequential: bool
     stop_reason: str  # "decided after 3 of 8 rounds", "max rounds reached (8)", ...
+    noise_runs: int | None = None  # earlier base runs behind the noise prior; None: rounds alone
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,17 +8,30 @@ round whose run failed ends the gate at once (it could not measure). Fixed: exac
 
 A round in which one side of a workload was client-bound (the load generator, not the server,
 set the pace) is left out of that workload's rows.
+
+The run-to-run noise: where the store holds at least ``MIN_PRIOR_RUNS`` earlier completed runs
+of the base config version with the suite version on this host (the last ``NOISE_RUNS``), each
+row's prior is the variance of their log statistic (``compute_run_noise_prior``), so a clear
+case can be decided after one round; otherwise the rounds alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from tracker.analysis import Verdict
-from tracker.analysis.sequential import RoundSamples, SequentialGate, SequentialRow
+from tracker.analysis.sequential import (
+    RoundSamples,
+    RunNoisePrior,
+    SequentialGate,
+    SequentialRow,
+    compute_run_noise_prior,
+)
 from tracker.gate.config_refs import ConfigSide
 from tracker.gate.gating import (
     GATE_METRICS,
@@ -35,6 +48,7 @@ from tracker.jobs.execute import execute_suite
 from tracker.metrics import compute_samples
 from tracker.results import RunResult, RunStatus
 from tracker.runner.progress import ProgressPrinter
+from tracker.store.run_noise import fetch_noise_runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,8 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
     head_runs: list[RunResult] = []
     gate: SequentialGate | None = None
     reason = f"fixed design: {design.rounds} rounds"
+    earlier = fetch_earlier_runs(engine, base, suite) if design.sequential else ()
+    noise_runs: int | None = None
     for number in range(1, design.rounds + 1):
         pair = _run_round(engine, (base, head), suite, (number, design), quiet, ordinal_seed)
         base_runs.append(pair[0])
@@ -63,8 +79,11 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
             break
         samples = compute_round_samples(*pair)
         if gate is None:
-            gate = SequentialGate(compute_sequential_rows(pair, options),
-                                  alpha=1.0 - options.confidence, max_rounds=design.rounds)
+            rows = compute_sequential_rows(pair, options)
+            prior = compute_noise_prior(earlier, rows)
+            noise_runs = max((p.runs for p in prior.values()), default=None)
+            gate = SequentialGate(rows, alpha=1.0 - options.confidence,
+                                  max_rounds=design.rounds, prior=prior)
         state = gate.observe(samples)
         reason = state.stop_reason
         if state.decided:
@@ -72,8 +91,38 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
     verdicts = None if gate is None else {row.key: row.verdict for row in gate.state().rows}
     if design.sequential and gate is None:
         verdicts = {}
-    rounds = GateRounds(len(base_runs), design.rounds, design.sequential, reason)
+    rounds = GateRounds(len(base_runs), design.rounds, design.sequential, reason, noise_runs)
     return PlayedRounds(tuple(base_runs), tuple(head_runs), rounds, verdicts)
+
+
+def fetch_earlier_runs(engine: Engine, base: ConfigSide,
+                       suite: LoadedSuite) -> tuple[RunResult, ...]:
+    """The base config version's last completed runs of this suite version on this host."""
+    with Session(engine) as session:
+        return fetch_noise_runs(session, base.loaded.version, suite.version,
+                                host=socket.gethostname())
+
+
+def compute_noise_prior(earlier: Sequence[RunResult],
+                        rows: Sequence[SequentialRow]) -> dict[str, RunNoisePrior]:
+    """Each row's prior from the earlier runs that measured its workload (client-bound runs
+    measured the client: left out); a row with fewer than three such runs has none."""
+    keys = {row.key: row for row in rows}
+    prior: dict[str, RunNoisePrior] = {}
+    names = {w.name for run in earlier for w in run.workloads}
+    for name in sorted(names):
+        workloads = [w for run in earlier for w in run.workloads
+                     if w.name == name and not w.client_bound]
+        for metric in GATE_METRICS:
+            row = keys.get(row_key(name, metric))
+            if row is None:
+                continue
+            runs = [values for values in (compute_samples(metric, w) for w in workloads)
+                    if values]
+            found = compute_run_noise_prior(runs, row.statistic)
+            if found is not None:
+                prior[row.key] = found
+    return prior
 
 
 def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: LoadedSuite,

@@ -63,11 +63,15 @@ def render_row_verdict(row: GateRow) -> str:
 
 
 def render_rounds(result: GateResult) -> str | None:
-    """"sequential: decided after 3 of 8 rounds", or the fixed design's rounds."""
+    """"sequential: decided after 3 of 8 rounds; run-to-run noise from the rounds alone", or
+    the fixed design's rounds."""
     if result.rounds is None:
         return None
     if result.rounds.sequential:
-        return f"sequential: {result.rounds.stop_reason}"
+        runs = result.rounds.noise_runs
+        noise = ("the rounds alone" if runs is None
+                 else f"{runs} earlier runs of the base")
+        return f"sequential: {result.rounds.stop_reason}; run-to-run noise from {noise}"
     return f"{result.rounds.rounds} rounds (fixed design)"
 
 
@@ -125,7 +129,8 @@ def _legend(result: GateResult) -> str:
     if result.rounds is not None and result.rounds.sequential:
         return (f"<sub>change = head vs base with its {confidence:.0%} confidence sequence "
                 "(valid at every round): a group-sequential t-test over the rounds of each "
-                "run's statistic (the run is the unit: run-to-run drift is the noise). A "
+                "run's statistic (the run is the unit: run-to-run drift is the noise, pooled with "
+                "the base's earlier runs where the store holds 3 or more). A "
                 "regression is significant and at least the metric's minimum effect; the gate "
                 "stops at the first one, or once every row rules one out or would likely not "
                 "show one in the rounds left. " + family + "</sub>")
@@ -203,7 +208,8 @@ def render_gate_json(result: GateResult) -> dict[str, Any]:
         "interleaved": result.interleaved,
         "rounds": None if result.rounds is None else {
             "rounds": result.rounds.rounds, "max_rounds": result.rounds.max_rounds,
-            "sequential": result.rounds.sequential, "stop_reason": result.rounds.stop_reason},
+            "sequential": result.rounds.sequential, "stop_reason": result.rounds.stop_reason,
+            "noise_runs": result.rounds.noise_runs},
         "family_alpha": result.family_alpha,
         "config_diff": [{"path": c.path, "old": c.old, "new": c.new}
                         for c in result.config_changes],
