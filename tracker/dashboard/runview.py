@@ -15,6 +15,9 @@ from tracker.store.queries import RunDetail
 SUMMARY_METRICS = ("request_throughput_per_s", "output_throughput_tokens_per_s",
                    "ttft_median_s", "ttft_p99_s", "tpot_median_s", "tpot_p99_s",
                    "itl_median_s", "itl_p99_s", "e2el_median_s", "e2el_p99_s")
+# Beside the throughputs when any workload of the run measured them (a priced config, NVML energy)
+COST_ENERGY_METRICS = ("usd_per_1m_output_tokens", "usd_per_1m_tokens", "joules_per_output_token",
+                       "joules_per_token")
 LATENCY_COLUMNS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2el_s": "E2E latency"}
 
 
@@ -41,7 +44,10 @@ def load_or_stop(url: str, run_id: int) -> RunDetail:
 def summary_table(workloads: pd.DataFrame) -> pd.DataFrame:
     """The workload summaries with latencies in ms and readable column names."""
     table = workloads[["workload", "concurrency", "completed", "failed"]].copy()
-    for name in SUMMARY_METRICS:
+    shown = [*SUMMARY_METRICS[:2],
+             *(name for name in COST_ENERGY_METRICS if name in workloads
+               and workloads[name].notna().any()), *SUMMARY_METRICS[2:]]
+    for name in shown:
         unit = display_unit(name)
         values = workloads[name] if name in workloads else pd.Series(
             [None] * len(workloads), dtype="float64")
@@ -80,6 +86,8 @@ def telemetry_notes(run: RunResult) -> list[str]:
                 notes.append(f"{workload.name}: {name} not collected")
             elif not telemetry.measured:
                 notes.append(f"{workload.name}: {name} not measured ({telemetry.reason})")
+        if workload.gpu is not None and workload.gpu.energy_note:
+            notes.append(f"{workload.name}: energy: {workload.gpu.energy_note}")
     return notes
 
 

@@ -42,7 +42,7 @@ def _metric_controls(default_metric: str, metrics: tuple[str, ...]) -> str:
     default_family = default[0] if default and default[0] in latencies else OTHER
     left, right = st.columns([1, 2])
     family = left.selectbox("Metric", families, index=families.index(default_family),
-                            format_func=lambda f: "throughput and SLOs" if f == OTHER
+                            format_func=lambda f: "throughput, SLOs, cost and energy" if f == OTHER
                             else latency_label(f), key="trend_family")
     if family == OTHER:
         chosen = right.radio("Measure", others, format_func=metric_label, horizontal=True,
