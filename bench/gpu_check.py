@@ -5,8 +5,13 @@
 It runs the tracker's own ``GpuSampler`` twice — idle (the same-run reference) and while the GPU
 multiplies two ``size`` x ``size`` matrices in a loop with whatever framework is installed
 (PyTorch, CuPy or JAX, in that order) — and prints what was measured per phase and GPU, plus the
-matmul rate the load reached. Without a driver it says so and exits 3; without a framework it
-samples the idle GPU only and says which packages would load it.
+matmul rate the load reached, with each phase's energy per GPU (NVML's energy counter, else the
+sampled power integrated) beside the sampled power's own integral, so the two can be compared on
+real hardware. Last, a short run of the built-in simulator through the tracker's own runner
+(real NVML, a temporary SQLite store) prints the stored energy per output token: the GPU is idle
+then, so the figure checks the path from the counter to the stored metric, not a serving cost.
+Without a driver it says so and exits 3; without a framework it samples the idle GPU only and
+says which packages would load it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tracker.errors import ExitCode
 from tracker.reports.run_report import render_table
 from tracker.results import GpuTelemetry
+from tracker.telemetry.energy import compute_sampled_energy_j
 from tracker.telemetry.gpu import GpuSampler, collect_gpu_environment
+
+SIM_CONFIG = """\
+name: gpu-check-sim
+target: {kind: sim, model: sim/gpu-check}
+"""
+SIM_SUITE = """\
+name: gpu-check
+seed: 1
+workloads:
+  - name: chat
+    prompts: {source: synthetic, input_tokens: 64}
+    max_tokens: 64
+    ignore_eos: true
+    concurrency: 8
+    num_requests: 64
+"""
 
 GIB = 1024**3
 Load = Callable[[float], float]  # run for seconds -> matmuls done
@@ -122,8 +144,43 @@ def render_phase_rows(phase: str, telemetry: GpuTelemetry) -> list[list[str]]:
     return [[phase, str(d.gpu_index), str(d.samples), _fmt(d.memory_used_peak_bytes, GIB, 2),
              _fmt(d.gpu_util_mean_pct, digits=0), _fmt(d.power_mean_w, digits=0),
              _fmt(d.power_peak_w, digits=0), _fmt(d.sm_clock_mean_mhz, digits=0),
-             _fmt(d.temperature_peak_c, digits=0), ",".join(d.throttle_reasons) or "-"]
+             _fmt(d.temperature_peak_c, digits=0), ",".join(d.throttle_reasons) or "-",
+             _fmt(d.energy_j), d.energy_source or "-",
+             _fmt(compute_sampled_energy_j(d.gpu_index, telemetry.samples))]
             for d in telemetry.devices]
+
+
+def print_sim_energy_per_token() -> None:
+    """A short simulator run through the tracker's runner with the real NVML: the stored
+    joules per output token (the GPU idles; this checks the path, not a serving figure)."""
+    import tempfile
+
+    from tracker.inputs.configs import load_config
+    from tracker.inputs.suites import load_suite
+    from tracker.jobs.execute import execute_suite
+    from tracker.metrics import compute_workload_metrics
+    from tracker.store.db import open_store
+
+    with tempfile.TemporaryDirectory() as directory:
+        folder = Path(directory)
+        (folder / "c.yaml").write_text(SIM_CONFIG, encoding="utf-8")
+        (folder / "s.yaml").write_text(SIM_SUITE, encoding="utf-8")
+        engine = open_store(f"sqlite:///{folder / 'check.db'}")
+        try:
+            run = execute_suite(engine, load_config(folder / "c.yaml"),
+                                load_suite(folder / "s.yaml"))
+        finally:
+            engine.dispose()
+    for workload in run.workloads:
+        values, gpu = compute_workload_metrics(workload), workload.gpu
+        source = gpu.energy_source if gpu is not None else None
+        note = gpu.energy_note if gpu is not None else None
+        print(f"simulator run {workload.name}: {workload.summary.total_output_tokens} output "
+              f"tokens in {workload.summary.duration_s:.2f} s, energy "
+              f"{_fmt(gpu.energy_j if gpu else None)} J ({source}), "
+              f"{_fmt(values.get('joules_per_output_token'), digits=3)} J/output token, "
+              f"{_fmt(values.get('joules_per_token'), digits=3)} J/token"
+              + (f"; note: {note}" if note else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load: {name}, {args.dtype} {args.size}x{args.size} matmul, "
               f"{done[0]:.0f} in {args.seconds:g} s = {tflops:.1f} TFLOP/s")
     print(render_table(("phase", "gpu", "samples", "mem peak GiB", "util %", "power W",
-                        "power peak W", "SM MHz", "temp peak C", "throttle"), rows))
+                        "power peak W", "SM MHz", "temp peak C", "throttle", "energy J",
+                        "energy from", "sampled power J"), rows))
+    print_sim_energy_per_token()
     return 0
 
 
