@@ -96,6 +96,9 @@ def test_the_run_report_and_json_show_the_cost(tmp_path: Path, store: Engine) ->
     body = render_run_json(run)["workloads"][0]
     assert body["cost"]["usd_per_1m_output_tokens"] == pytest.approx(expected)
     assert f"${expected:.4g}/1M output tokens" in render_run_text(run)
+    assert body["energy"] == {"measured": False, "reason": run.workloads[0].gpu.reason
+                              if run.workloads[0].gpu is not None else None}
+    assert "NVML Shared Library Not Found" in body["energy"]["reason"]
 
 
 def test_cost_metrics_are_registered_lower_is_better() -> None:

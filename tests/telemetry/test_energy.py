@@ -118,9 +118,9 @@ def test_joules_per_token_come_from_the_counter_and_are_stored(
         assert compute_workload_metrics(workload)["joules_per_output_token"] == \
             energy_j / s.total_output_tokens
     body = render_run_json(run)["workloads"][0]["energy"]
-    assert body["joules"] == energy_j and body["source"] == "counter"
+    assert body["measured"] is True and body["joules"] == energy_j and body["source"] == "counter"
     assert body["joules_per_output_token"] == energy_j / run.workloads[0].summary.total_output_tokens
-    assert "J/output token (counter)" in render_run_text(run)
+    assert "J/output token (counter, " in render_run_text(run)
 
 
 def test_the_run_text_notes_a_short_workloads_energy(tmp_path: Path, store: Engine) -> None:

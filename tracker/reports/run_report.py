@@ -92,14 +92,17 @@ def render_cost_json(result: WorkloadResult) -> dict[str, Any] | None:
     return {"prices": dict(prices), **{name: values.get(name) for name in COST_METRICS}}
 
 
-def render_energy_json(result: WorkloadResult) -> dict[str, Any] | None:
-    """The GPUs' energy over the workload and per token; None when it was not measured."""
+def render_energy_json(result: WorkloadResult) -> dict[str, Any]:
+    """The GPUs' energy over the workload and per token, or why it was not measured."""
     gpu = result.gpu
     if gpu is None or not gpu.measured or gpu.energy_j is None:
-        return None
+        reason = ("GPU telemetry was not run" if gpu is None else gpu.reason if not gpu.measured
+                  else "not measured: NVML gave neither an energy counter nor power readings")
+        return {"measured": False, "reason": reason}
     values = compute_energy_metrics(result)
-    return {"joules": gpu.energy_j, "mean_w": gpu.energy_mean_w, "source": gpu.energy_source,
-            "note": gpu.energy_note, **{name: values.get(name) for name in ENERGY_METRICS}}
+    return {"measured": True, "joules": gpu.energy_j, "mean_w": gpu.energy_mean_w,
+            "source": gpu.energy_source, "note": gpu.energy_note,
+            **{name: values.get(name) for name in ENERGY_METRICS}}
 
 
 def render_cost_energy_lines(run: RunResult) -> list[str]:
@@ -113,8 +116,10 @@ def render_cost_energy_lines(run: RunResult) -> list[str]:
         if "usd_per_1m_tokens" in values:
             parts.append(f"${values['usd_per_1m_tokens']:.4g}/1M tokens")
         if "joules_per_output_token" in values and workload.gpu is not None:
+            mean_w = workload.gpu.energy_mean_w
+            watts = "" if mean_w is None else f", {mean_w:.0f} W mean"
             parts.append(f"{values['joules_per_output_token']:.4g} J/output token "
-                         f"({workload.gpu.energy_source})")
+                         f"({workload.gpu.energy_source}{watts})")
         if parts:
             lines.append(f"cost/energy {workload.name}: " + ", ".join(parts))
     return lines
