@@ -27,7 +27,7 @@ Every row of the issue's gate table, for each family (1,000 requests per side, o
 
 Knobs (the score test's bandwidth and winsorising, the tail's degrees of freedom, the switch to
 Mann-Whitney) were picked on ``--tune-seed``; ``--seed`` reports on fresh draws. Both print.
-At the end, the sequential gate's table (``bench/gate_sequential.py``) when it is there.
+At the end, the sequential gate's table (``bench/gate_sequential.py``).
 Printed, never asserted.
 """
 
@@ -279,12 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     for seed, label in ((args.tune_seed, "tuning"), (args.seed, "report")):
         for name in FAMILIES:
             run_family(name, seed, args.trials, label)
-    try:
-        from gate_sequential import print_sequential_table  # bench/gate_sequential.py (optional)
-    except ImportError:
-        print("\n(bench/gate_sequential.py is not there: no sequential table)")
-    else:
-        print_sequential_table(args.seed, args.trials)
+    from gate_sequential import print_sequential_table  # bench/gate_sequential.py
+
+    print_sequential_table(args.seed, args.trials)
     return 0
 
 
