@@ -210,10 +210,16 @@ def compute_cost_usd(cost: Mapping[str, Any], summary: WorkloadSummary) -> float
 
 def compute_cost_metrics(workload: WorkloadResult) -> dict[str, float]:
     """``usd_per_1m_output_tokens`` and ``usd_per_1m_tokens``; absent without a price in the
-    workload's params or without tokens (a workload that produced none has no cost per token)."""
+    workload's params or without tokens (a workload that produced none has no cost per token).
+    A ``/turn-1`` or ``/turns-2+`` split (``params["turns"]``) shares its workload's GPU hours
+    with the other split, so only a per-token price gives it a cost."""
     cost = workload.params.get("cost")
     summary = workload.summary
-    usd = compute_cost_usd(cost, summary) if isinstance(cost, Mapping) else None
+    if not isinstance(cost, Mapping):
+        return {}
+    if "turns" in workload.params:
+        cost = {k: v for k, v in cost.items() if k not in ("usd_per_gpu_hour", "gpus")}
+    usd = compute_cost_usd(cost, summary)
     if usd is None:
         return {}
     values: dict[str, float] = {}

@@ -3,6 +3,7 @@ and PostgreSQL through ``db_url``, the value checked against the stored duration
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,21 @@ def test_the_run_report_and_json_show_the_cost(tmp_path: Path, store: Engine) ->
     assert body["energy"] == {"measured": False, "reason": run.workloads[0].gpu.reason
                               if run.workloads[0].gpu is not None else None}
     assert "NVML Shared Library Not Found" in body["energy"]["reason"]
+
+
+def test_a_turn_split_gets_a_cost_only_from_per_token_prices(
+        tmp_path: Path, store: Engine) -> None:
+    """A split shares its workload's GPU hours with the other split: no GPU-hour cost."""
+    config, suite = tmp_path / "sim.yaml", tmp_path / "suite.yaml"
+    suite.write_text(SUITE, encoding="utf-8")
+    turns = {"of": "only", "first": 1, "last": 1}
+    for cost, priced in ((LOCAL, False), (GATEWAY, True)):
+        config.write_text(CONFIG + cost, encoding="utf-8")
+        run = execute_suite(store, load_config(config), load_suite(suite), telemetry=NO_GPU)
+        workload = run.workloads[0]
+        split = replace(workload, params={**workload.params, "turns": turns})
+        assert ("usd_per_1m_output_tokens" in compute_workload_metrics(split)) is priced
+        assert "usd_per_1m_output_tokens" in compute_workload_metrics(workload)
 
 
 def test_cost_metrics_are_registered_lower_is_better() -> None:
