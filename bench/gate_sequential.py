@@ -14,8 +14,9 @@ gate's rows are the TTFT median, the TTFT p99 and the request throughput (one va
   decided, at most ``--max-rounds`` (the gate's default);
 - sequential with a prior: the same, given each row's run-to-run noise from 10 earlier base
   runs drawn from the same drift model (``compute_run_noise_prior``, 9 degrees of freedom), as
-  ``tracker gate`` takes it from the store; and once more with that prior's variance halved
-  (a prior too small by 2x: what its false alarms become, the guard from round 3 included);
+  ``tracker gate`` takes it from the store, at most ``--max-rounds`` and at most 3 rounds (the
+  fixed design's budget); and both once more with that prior's variance halved ("prior/2": a
+  prior too small by 2x, what its false alarms become, the guard from round 3 included);
 - fixed: ``compare_samples`` over all N rounds' runs and ``judge_family`` (the gate's
   ``--repeats N``), for N = 3 (1,000 requests per side, the issue's design) up to max rounds.
 
@@ -55,7 +56,8 @@ MIN_EFFECT = {"median": 0.02, "p99": 0.05, "mean": 0.02}
 EARLIER_RUNS = 10
 Prior = dict[str, RunNoisePrior]
 Round = dict[str, tuple[list[float], list[float]]]
-PRIOR_DESIGNS = (f"seq., prior {EARLIER_RUNS} runs", "seq., prior 2x too small")
+PRIOR_DESIGNS = ("seq. prior (<= max)", f"seq. prior (<= {FIXED_ROUNDS} rounds)",
+                 "seq. prior/2 (<= max)", f"seq. prior/2 (<= {FIXED_ROUNDS} rounds)")
 
 
 def draw_rounds(draw: Draw, rng: np.random.Generator, change: float, rounds: int) -> list[Round]:
@@ -133,8 +135,8 @@ def run_family(draw: Draw, seed: int, trials: int, max_rounds: int) -> dict[str,
             small = {key: RunNoisePrior(p.variance / 2.0, p.df) for key, p in prior.items()}
             outcomes = [play_sequential(rounds, max_rounds),
                         *((play_fixed(rounds, count), count) for count in fixed),
-                        play_sequential(rounds, max_rounds, prior),
-                        play_sequential(rounds, max_rounds, small)]
+                        *(play_sequential(rounds, most, given) for given in (prior, small)
+                          for most in (max_rounds, FIXED_ROUNDS))]
             for tally, (flag, count) in zip(tallies, outcomes, strict=True):
                 tally[column].flagged += flag
                 tally[column].rounds.append(count)
@@ -147,7 +149,7 @@ def print_shares(designs: dict[str, list[Tally]]) -> None:
     names = list(designs)
     fixed = [name for name in names if name.startswith("fixed")]
     five = CHANGES.index(0.05)
-    for design in (names[0], PRIOR_DESIGNS[0]):
+    for design in (names[0], *PRIOR_DESIGNS[:2]):
         sequential = designs[design]
         equal = next((name for name in fixed
                       if designs[name][five].flagged >= sequential[five].flagged), fixed[-1])

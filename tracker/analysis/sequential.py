@@ -23,7 +23,7 @@ p-value however many looks were taken (Pocock's repeated significance test, on t
   a regression that matters is ruled out.
 
 Both decisions are final. A row that has neither is *futile* while its conditional power (the
-chance that the last look shows a regression if the trend so far holds) is under 10 %: a
+chance that the last look shows a regression if the trend so far holds) is under 20 %: a
 futility stop only gives up looks, so it never adds a false alarm. Nothing is decided before
 the second round (one round has no spread). The gate is decided at its first regression (more
 rounds could not take it back) or once every row that can be judged has ruled one out or is
@@ -51,7 +51,7 @@ QUANTILES: dict[str, float] = {"median": 0.5, "p90": 0.9, "p99": 0.99}
 STATISTICS = (*QUANTILES, "mean")
 MIN_VALUES = 8  # per run, for a per-request statistic
 TAIL_VALUES = 2.0  # a quantile q needs this many values beyond it per run: n * (1 - q) >= 2
-FUTILITY_POWER = 0.1  # a row is futile while its conditional power is below this
+FUTILITY_POWER = 0.2  # a row is futile while its conditional power is below this
 NULL_SEQUENCES = 200_000  # simulated null sequences behind the looks' calibration
 NULL_SEED = 20261201
 MIN_PRIOR_RUNS = 3  # earlier runs behind a prior, at least
