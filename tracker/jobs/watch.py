@@ -23,12 +23,14 @@ from tracker.store.regressions import (
 
 RECORDS_SCANNED = 10_000
 # The series the nightly watch follows for every workload of a run: the latencies users feel,
-# at the centre and in the tail, the throughputs, and the prefix-cache hit rate (a fall is a
-# regression: the registry says higher is better; a workload that never measured it has no
-# series, so nothing is watched there).
+# at the centre and in the tail, the throughputs, the prefix-cache hit rate (a fall is a
+# regression: the registry says higher is better), and what a token costs in money and energy.
+# A workload that never measured one (no server counters, no price, no GPU) has no such series,
+# so nothing is watched there.
 WATCHED_METRICS = (
     "ttft_median_s", "ttft_p99_s", "tpot_median_s", "itl_p99_s", "e2el_p99_s",
     "request_throughput_per_s", "output_throughput_tokens_per_s", "prefix_cache_hit_rate",
+    "usd_per_1m_output_tokens", "joules_per_output_token",
 )
 
 
