@@ -62,6 +62,10 @@ def test_a_vllm_file_becomes_one_run_with_its_source_and_twice_adds_nothing(
     assert (body["config"]["name"], body["suite"]["name"]) == ("llama-8b", "imported-vllm")
     assert body["workloads"][0]["median_ttft_ms"] == pytest.approx(
         json.loads(VLLM.read_text(encoding="utf-8"))["median_ttft_ms"], abs=1e-9)
+    capsys.readouterr()
+    assert main(["show", "1", "--db", db_url]) == 0
+    text = capsys.readouterr().out
+    assert "imported from vllm" in text and source["sha256"][:12] in text  # not only in JSON
 
 
 def test_aiperf_summary_and_records_are_stored(sqlite_url: str, tmp_path: Path) -> None:

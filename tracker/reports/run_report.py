@@ -188,6 +188,8 @@ def render_run_text(run: RunResult) -> str:
     head = (f"run {run.run_id}: {run.status.value}{sim}  config {run.config.name}@"
             f"{run.config.version[:12]}  suite {run.suite.name}@{run.suite.version[:12]}")
     lines = [head]
+    if (line := render_source_line(run.environment)) is not None:
+        lines.append(line)
     if run.status_reason:
         lines.append(f"  reason: {run.status_reason}")
     lines.append(render_table(WORKLOAD_HEADERS, [render_workload_row(w) for w in run.workloads]))
@@ -206,6 +208,18 @@ def render_run_text(run: RunResult) -> str:
     lines.extend(render_cost_energy_lines(run))
     lines.extend(render_run_load_lines(run))
     return "\n".join(lines)
+
+
+def render_source_line(environment: Mapping[str, Any]) -> str | None:
+    """Where an imported run came from (``tracker import``); None for a run measured here."""
+    source = environment.get("import")
+    if not isinstance(source, Mapping):
+        return None
+    version = f" {source['tool_version']}" if source.get("tool_version") else ""
+    notes = "; ".join(str(n) for n in source.get("notes") or ())
+    return (f"  imported from {source.get('tool')}{version} (file sha256 "
+            f"{str(source.get('sha256'))[:12]}, benchmark {source.get('benchmark')})"
+            + (f": {notes}" if notes else ""))
 
 
 def render_prompt_lengths_line(environment: Mapping[str, Any]) -> str | None:
