@@ -13,6 +13,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tracker.cli.main import main
+from tracker.dashboard.trend_series import shape_trend
 from tracker.inputs.configs import EngineArgs, ServingConfig, Target, build_loaded_config
 from tracker.inputs.suites import FixedPrompt, Suite, Workload, build_loaded_suite
 from tracker.load.summary import compute_workload_summary
@@ -135,6 +136,9 @@ def test_the_trend_query_mixes_native_and_imported_runs_with_the_source(
         engine.dispose()
     assert list(trend["run_id"]) == [native, native + 1]
     assert sources == ["native", "vllm"]
+    assert list(trend["source"]) == sources  # the trend rows carry it themselves
+    shaped = shape_trend(trend, "ttft_median_s")  # two series: never one line of both
+    assert sorted(shaped["series"]) == ["llama-8b · chat · c4", "llama-8b · chat · c4 · from vllm"]
     vllm_median_s = json.loads(VLLM.read_text(encoding="utf-8"))["median_ttft_ms"] / 1000
     assert list(trend["value"]) == pytest.approx([0.05, vllm_median_s], abs=1e-12)
 

@@ -98,6 +98,7 @@ def test_trend_is_one_metric_oldest_first_with_the_config_version(
     assert trend["config_version"].nunique() == 2
     assert trend["config_version"].iloc[1] != trend["config_version"].iloc[2]
     assert set(since["run_id"]) == {history["a1"], history["a2"], history["b0"]}
+    assert set(trend["source"]) == {"native"}  # measured here; an import names its tool
     assert set(since["workload"]) == {"a", "b"}
 
 

@@ -75,7 +75,8 @@ def render_status_grid(overview: pd.DataFrame) -> go.Figure:
 
 def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_points: pd.DataFrame,
                        metric: str, *, show_band: bool) -> go.Figure:
-    """Each series as line + markers; simulated runs hollow; markers for version changes."""
+    """Each series as line + markers; simulated runs hollow, imported runs diamonds; markers for
+    version changes."""
     unit = display_unit(metric)
     figure = go.Figure()
     for index, (series, rows) in enumerate(shaped.groupby("series", sort=True)):
@@ -101,13 +102,17 @@ def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_point
 
 
 def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.Scatter:
-    symbols = ["circle-open" if sim else "circle" for sim in rows["simulated"]]
+    sources = list(rows["source"]) if "source" in rows else ["native"] * len(rows)
+    symbols = [("circle" if source == "native" else "diamond") + ("-open" if sim else "")
+               for sim, source in zip(rows["simulated"], sources, strict=True)]
     hover = [
         f"<b>{_esc(series)}</b><br>{value:.4g} {unit}<br>run #{run} · {_esc(status)}"
-        f"{' · simulated' if sim else ''}<br>config {version[:12]}<br>{when:%Y-%m-%d %H:%M} UTC"
-        for value, run, status, sim, version, when in zip(
+        f"{' · simulated' if sim else ''}"
+        f"{'' if source == 'native' else ' · imported from ' + _esc(source)}"
+        f"<br>config {version[:12]}<br>{when:%Y-%m-%d %H:%M} UTC"
+        for value, run, status, sim, version, when, source in zip(
             rows["shown"], rows["run_id"], rows["status"], rows["simulated"],
-            rows["config_version"], rows["started_at"], strict=True)]
+            rows["config_version"], rows["started_at"], sources, strict=True)]
     return go.Scatter(x=rows["started_at"], y=rows["shown"], mode="lines+markers",
                       name=_esc(series), legendgroup=_esc(series), hovertext=hover,
                       hoverinfo="text", customdata=rows["run_id"],

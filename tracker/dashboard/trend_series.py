@@ -65,16 +65,21 @@ def metric_label(metric: str) -> str:
     return metric.removesuffix("_per_s").replace("_", " ")
 
 
-def series_label(config: str, suite: str, workload: str) -> str:
-    return f"{config} · {suite} · {workload}"
+def series_label(config: str, suite: str, workload: str, source: str = "native") -> str:
+    """One series per config, suite and workload, and per source: runs imported from another
+    tool are never drawn, banded or change-pointed as one series with the tracker's own."""
+    label = f"{config} · {suite} · {workload}"
+    return label if source == "native" else f"{label} · from {source}"
 
 
 def shape_trend(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Add the series label, the displayed value and the noise band, per series, oldest first."""
     unit = display_unit(metric)
     shaped = frame.copy()
-    shaped["series"] = [series_label(c, s, w) for c, s, w in
-                        zip(shaped["config"], shaped["suite"], shaped["workload"], strict=True)]
+    sources = shaped["source"] if "source" in shaped else ["native"] * len(shaped)
+    shaped["series"] = [series_label(c, s, w, source) for c, s, w, source in
+                        zip(shaped["config"], shaped["suite"], shaped["workload"], sources,
+                            strict=True)]
     shaped["shown"] = shaped["value"] * unit.scale
     shaped = shaped.sort_values(["series", "started_at", "run_id"], kind="stable")
     grouped = shaped.groupby("series", sort=False)["shown"]

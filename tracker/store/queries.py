@@ -25,7 +25,8 @@ from tracker.store.runs import fetch_run
 OVERVIEW_COLUMNS = ("config", "suite", "run_id", "status", "status_reason", "simulated",
                     "started_at", "config_version", "runs")
 TREND_COLUMNS = ("run_id", "started_at", "status", "simulated", "config", "config_version",
-                 "suite", "workload", "value")
+                 "suite", "workload", "value", "source")
+NATIVE_SOURCE = "native"  # a run the tracker measured; an imported one names its tool
 REGRESSION_COLUMNS = ("id", "status", "config", "suite", "workload", "metric", "before", "after",
                       "rel_change", "regressed", "run_id", "detected_at", "updated_at", "updated_by",
                       "note", "attribution")
@@ -199,11 +200,13 @@ def fetch_trend(
     """``metric`` of every matching workload over time, oldest first (one row per workload run).
 
     Runs that did not measure the metric (failed, or the metric was not defined) have no row.
+    ``source`` is ``native`` for a run measured here, else the tool it was imported from.
     """
     query = (
         _runs_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
-                     Workloads.name, WorkloadMetricModel.value)
+                     Workloads.name, WorkloadMetricModel.value,
+                     RunModel.environment["import"]["tool"].as_string())
         .join(Workloads, Workloads.run_id == RunModel.id)
         .join(WorkloadMetricModel, (WorkloadMetricModel.workload_result_id == Workloads.id)
               & (WorkloadMetricModel.metric == metric))
@@ -214,7 +217,9 @@ def fetch_trend(
         query = query.where(Workloads.name.in_(list(workloads)))
     if since is not None:
         query = query.where(RunModel.started_at >= since)
-    return _frame(session.execute(query).all(), TREND_COLUMNS)
+    frame = _frame(session.execute(query).all(), TREND_COLUMNS)
+    frame["source"] = frame["source"].fillna(NATIVE_SOURCE)
+    return frame
 
 
 # --- one run, two runs ---------------------------------------------------------------------
