@@ -22,6 +22,7 @@ from tracker.store import queries
 from tracker.store.db import open_store
 from tracker.store.imported_runs import fetch_import_source
 from tracker.store.models import RunModel
+from tracker.store.regressions import SeriesKey, fetch_metric_series
 from tracker.store.runs import (
     begin_run,
     fetch_run,
@@ -132,11 +133,14 @@ def test_the_trend_query_mixes_native_and_imported_runs_with_the_source(
                                         suites=["chat"], workloads=["c4"])
             sources = [fetch_import_source(fetch_run(session, int(i)).environment)
                        for i in trend["run_id"]]
+            watched = fetch_metric_series(session, SeriesKey("llama-8b", "chat", "c4",
+                                                             "ttft_median_s"))
     finally:
         engine.dispose()
     assert list(trend["run_id"]) == [native, native + 1]
     assert sources == ["native", "vllm"]
     assert list(trend["source"]) == sources  # the trend rows carry it themselves
+    assert [p.run_id for p in watched] == [native]  # the nightly watch follows its own runs
     shaped = shape_trend(trend, "ttft_median_s")  # two series: never one line of both
     assert sorted(shaped["series"]) == ["llama-8b · chat · c4", "llama-8b · chat · c4 · from vllm"]
     vllm_median_s = json.loads(VLLM.read_text(encoding="utf-8"))["median_ttft_ms"] / 1000

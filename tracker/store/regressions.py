@@ -174,7 +174,7 @@ def _record(row: RegressionModel) -> RegressionRecord:
 
 def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint]:
     """The metric's value in every completed run of the series, oldest first; client-bound
-    workloads (the load generator set the pace) are left out."""
+    workloads (the load generator set the pace) and imported runs are left out."""
     rows = session.execute(
         select(RunModel.id, RunModel.started_at, WorkloadMetricModel.value,
                ConfigVersionModel.version, ConfigVersionModel.canonical, SuiteModel.version,
@@ -192,7 +192,10 @@ def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint
                WorkloadResultModel.client_bound.is_(False))  # the client's numbers, not the server's
         .order_by(RunModel.started_at, RunModel.id)
     )
-    return [SeriesPoint(*row) for row in rows]
+    # Runs imported from another tool (``tracker import``) are not the nightly series: other
+    # definitions, another client. The watch follows the tracker's own runs only.
+    return [SeriesPoint(*row) for row in rows
+            if not (isinstance(row.environment, dict) and "import" in row.environment)]
 
 
 def fetch_config_version(session: Session, ref: str) -> tuple[str, ConfigVersionRow]:
