@@ -1,5 +1,5 @@
 """The earlier runs a gate's noise prior comes from: the base config version's completed runs
-of the same suite version on the same host, newest first, at most ten."""
+of the same suite version on the same host, newest first, at most ten, none imported."""
 
 from __future__ import annotations
 
@@ -33,13 +33,15 @@ def _suite(requests: int = 2) -> LoadedSuite:
 
 def _run(engine: Engine, minute: int, *, config: LoadedConfig | None = None,
          suite: LoadedSuite | None = None, host: str = "bench-01",
-         status: RunStatus = RunStatus.COMPLETED) -> int:
+         status: RunStatus = RunStatus.COMPLETED,
+         environment: dict[str, object] | None = None) -> int:
     with Session(engine) as session, session.begin():
         run_id = begin_run(session, config_version_id=save_config_version(session,
                                                                           config or _config()),
                            suite_id=save_suite(session, suite or _suite()),
                            started_at=T0 + timedelta(minutes=minute), host=host,
-                           tracker_version="0.1.0", simulated=True, environment={})
+                           tracker_version="0.1.0", simulated=True,
+                           environment=environment or {})
         finish_run(session, run_id, status, T0 + timedelta(minutes=minute, seconds=30), None)
     return run_id
 
@@ -51,6 +53,7 @@ def test_only_completed_runs_of_the_config_and_suite_version_on_the_host_newest_
     _run(store, 5, suite=_suite(requests=3))  # another suite version
     _run(store, 6, host="bench-02")
     _run(store, 7, status=RunStatus.FAILED)
+    _run(store, 8, environment={"import": {"tool": "aiperf", "sha256": "ab" * 32}})
     with Session(store) as session:
         ids = fetch_noise_run_ids(session, _config().version, _suite().version, host="bench-01")
         anywhere = fetch_noise_run_ids(session, _config().version, _suite().version)

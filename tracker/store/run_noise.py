@@ -3,6 +3,8 @@ taken from.
 
 ``fetch_noise_runs`` returns the last completed runs of a config version with a suite version
 (on one host, when given), newest first, as ``tracker.results`` values: ORM rows stay here.
+Runs imported from another tool (``tracker import``: an ``import`` entry in the environment)
+are left out: other definitions, another client, not this config's run-to-run noise.
 """
 
 from __future__ import annotations
@@ -20,20 +22,25 @@ NOISE_RUNS = 10  # the most earlier runs a prior is taken from
 def fetch_noise_run_ids(session: Session, config_version: str, suite_version: str, *,
                         host: str | None = None, limit: int = NOISE_RUNS) -> list[int]:
     """The ids of the last ``limit`` completed runs of the config version (its sha256) with the
-    suite version, newest first; only runs of ``host`` when it is given."""
+    suite version, newest first, imported runs left out; only runs of ``host`` when given."""
     query = (
-        select(RunModel.id)
+        select(RunModel.id, RunModel.environment)
         .join(ConfigVersionModel, RunModel.config_version_id == ConfigVersionModel.id)
         .join(SuiteModel, RunModel.suite_id == SuiteModel.id)
         .where(ConfigVersionModel.version == config_version,
                SuiteModel.version == suite_version,
                RunModel.status == RunStatus.COMPLETED.value)
         .order_by(RunModel.started_at.desc(), RunModel.id.desc())
-        .limit(limit)
     )
     if host is not None:
         query = query.where(RunModel.host == host)
-    return list(session.scalars(query))
+    ids: list[int] = []
+    for run_id, environment in session.execute(query):
+        if len(ids) >= limit:
+            break
+        if not (isinstance(environment, dict) and "import" in environment):
+            ids.append(run_id)
+    return ids
 
 
 def fetch_noise_runs(session: Session, config_version: str, suite_version: str, *,
