@@ -63,12 +63,15 @@ def _options(args: argparse.Namespace) -> GateOptions:
 
 
 def _design(args: argparse.Namespace) -> GateDesign:
-    """Sequential with at most --max-rounds (default 8), or a fixed --repeats N."""
-    from tracker.gate.gating import DEFAULT_MAX_ROUNDS, GateDesign
+    """Sequential with at most --max-rounds (default: 3 where earlier base runs give the
+    run-to-run noise, else 6), or a fixed --repeats N."""
+    from tracker.gate.gating import DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROUNDS_WITH_PRIOR, GateDesign
 
     if args.repeats is not None:
         return GateDesign(args.repeats, sequential=False)
-    return GateDesign(DEFAULT_MAX_ROUNDS if args.max_rounds is None else args.max_rounds)
+    if args.max_rounds is not None:
+        return GateDesign(args.max_rounds)
+    return GateDesign(DEFAULT_MAX_ROUNDS, rounds_with_prior=DEFAULT_MAX_ROUNDS_WITH_PRIOR)
 
 
 def _check_mode(args: argparse.Namespace) -> bool:

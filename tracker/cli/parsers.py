@@ -277,8 +277,9 @@ def add_gate_parsers(sub: Subparsers) -> None:
                         help="sequential (the default): run rounds of a base run then a head "
                              "run, judged after each, and stop as soon as the verdict is clear "
                              "(the first regression, or every metric's ruled out or unlikely "
-                             "to show in the rounds left), at most M rounds (default: 6); the "
-                             "report says how many it took")
+                             "to show in the rounds left), at most M rounds (default: 3 when "
+                             "3+ earlier runs of the base on this host give the run-to-run "
+                             "noise, else 6); the report says how many it took")
     rounds.add_argument("--repeats", type=int, metavar="N",
                         help="fixed design instead: exactly N rounds (N runs of each config, "
                              "interleaved ABAB), judged once at the end")

@@ -44,7 +44,8 @@ class GateOutcome(StrEnum):
 # The dashboard's Compare judges the same, and the server's prefix-cache hit rate where its
 # counters were scraped (a metric neither side measured is no row at all)
 GATE_METRICS: tuple[Metric, ...] = (*COMPARED_METRICS, REGISTRY["prefix_cache_hit_rate"])
-DEFAULT_MAX_ROUNDS = 6
+DEFAULT_MAX_ROUNDS = 6  # with the noise from the rounds alone (two at least)
+DEFAULT_MAX_ROUNDS_WITH_PRIOR = 3  # with the noise of earlier base runs: one round may decide
 
 
 def compute_label(metric: Metric) -> str:
@@ -73,6 +74,7 @@ class GateDesign:
 
     rounds: int
     sequential: bool = True
+    rounds_with_prior: int | None = None  # the cap instead, when earlier base runs give a prior
 
     def __post_init__(self) -> None:
         if self.rounds < 1:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.analysis import Verdict
 from tracker.analysis.sequential import (
+    MIN_PRIOR_RUNS,
     RoundSamples,
     RunNoisePrior,
     SequentialGate,
@@ -67,6 +68,8 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
     gate: SequentialGate | None = None
     reason = f"fixed design: {design.rounds} rounds"
     earlier = fetch_earlier_runs(engine, base, suite) if design.sequential else ()
+    if design.rounds_with_prior is not None and len(earlier) >= MIN_PRIOR_RUNS:
+        design = replace(design, rounds=design.rounds_with_prior)  # the noise is known already
     noise_runs: int | None = None
     for number in range(1, design.rounds + 1):
         pair = _run_round(engine, (base, head), suite, (number, design), quiet, ordinal_seed)
