@@ -167,3 +167,19 @@ def test_export_of_an_unknown_workload_names_the_choices(
     assert main(["import", str(VLLM), "--config", "llama-8b", "--db", sqlite_url]) == 0
     assert main(["export", "1", "--workload", "nope", "--db", sqlite_url]) == 2
     assert "--workload must be one of c4 (got 'nope')" in capsys.readouterr().err
+
+
+def test_the_gate_refuses_to_judge_an_imported_run_against_a_native_one(
+        sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    engine = open_store(sqlite_url)
+    try:
+        native = _native_run(engine)
+    finally:
+        engine.dispose()
+    assert main(["import", str(VLLM), "--config", "llama-8b", "--suite", "chat",
+                 "--db", sqlite_url]) == 0
+    capsys.readouterr()
+    assert main(["gate", "--db", sqlite_url, "--base-run", str(native),
+                 "--head-run", str(native + 1)]) == 2
+    err = capsys.readouterr().err
+    assert f"run {native}: native, run {native + 1}: vllm" in err and "like for like" in err

@@ -251,12 +251,30 @@ def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateO
     return GateOutcome.PASS, ExitCode.OK
 
 
+def _source(run: RunResult) -> str:
+    """``native`` for a run measured here, else the tool it was imported from."""
+    found = run.environment.get("import")
+    return str(found.get("tool")) if isinstance(found, Mapping) else "native"
+
+
+def _check_one_source(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult]) -> None:
+    """Runs measured by different tools define their metrics differently (docs/import.md):
+    never judged as like for like."""
+    sources = {f"run {r.run_id}": _source(r) for r in (*base_runs, *head_runs)}
+    if len(set(sources.values())) > 1:
+        found = ", ".join(f"{run}: {source}" for run, source in sources.items())
+        raise UsageError(f"the runs come from different tools ({found}); their definitions "
+                         "differ (docs/import.md), so they are not compared as like for like: "
+                         "pick runs of one source")
+
+
 def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
                       labels: tuple[str, str], config_changes: Sequence[Change],
                       options: GateOptions, *, interleaved: bool,
                       rounds: GateRounds | None = None,
                       verdicts: Mapping[str, Verdict] | None = None) -> GateResult:
     """The gate's answer over these runs; ``verdicts``: the sequential test's, by row key."""
+    _check_one_source(base_runs, head_runs)
     suites = {(run.suite.name, run.suite.version) for run in (*base_runs, *head_runs)}
     if len(suites) > 1:
         found = ", ".join(sorted(f"{name}@{version[:12]}" for name, version in suites))
