@@ -2,6 +2,7 @@
 
     python bench/peer_fixtures.py vllm                      # the vLLM schema fixture
     python bench/peer_fixtures.py aiperf --aiperf BIN       # run AIPerf against the simulator
+    python bench/peer_fixtures.py llmd                      # the llm-d Benchmark Report v0.2
 
 ``vllm``: vLLM (and its torch/CUDA) does not install here, so the file is written from seeded
 per-request values with ``vllm bench serve``'s own formulas and ``--save-result
@@ -11,7 +12,10 @@ gap flattened). ``aiperf``: AIPerf (from PyPI, in its own venv; give its ``aiper
 is run against ``tracker sim serve`` with a word-level tokenizer written on the spot (AIPerf's
 ``builtin`` one downloads tiktoken's table); its ``profile_export_aiperf.json`` and
 ``profile_export.jsonl`` are copied unchanged. Each fixture directory gets ORIGIN.md with the
-exact command. GuideLLM needs torch, so it is not run here (docs/import.md).
+exact command. GuideLLM needs torch, so it is not run here (docs/import.md). ``llmd``: an llm-d
+Benchmark Report v0.2 (llm-d-benchmark's workload/report/benchmark_report_v0_2.py) from seeded
+per-request values, as llm-d-benchmark writes one for a ``vllm bench serve`` run: each Statistics
+object's mean, population stddev and linear percentiles (numpy) in ms.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +94,70 @@ def write_vllm(path: Path, seed: int = 7, requests: int = 24) -> None:
     path.write_text(json.dumps(body, indent=4) + "\n", encoding="utf-8")
 
 
+LLMD_PERCENTILES = {"p0p1": 0.1, "p1": 1, "p5": 5, "p10": 10, "p25": 25, "p50": 50, "p75": 75,
+                    "p90": 90, "p95": 95, "p99": 99, "p99p9": 99.9}
+
+
+def _statistics(values: list[float], units: str, scale: float = 1.0) -> dict[str, object]:
+    data = np.asarray(values, dtype=float) * scale
+    stats: dict[str, object] = {"units": units, "mean": float(np.mean(data)),
+                                "stddev": float(np.std(data)), "min": float(np.min(data)),
+                                "max": float(np.max(data))}
+    stats.update({k: float(np.percentile(data, p)) for k, p in LLMD_PERCENTILES.items()})
+    return stats
+
+
+def write_llmd(path: Path, seed: int = 11, requests: int = 32) -> None:
+    """A v0.2 report of a closed-loop run at concurrency 4, 1 failed and 1 incomplete request."""
+    rng = np.random.default_rng(seed)
+    ttfts = rng.lognormal(np.log(0.08), 0.3, requests)
+    outputs = rng.integers(8, 64, requests)
+    gaps = [rng.lognormal(np.log(0.015), 0.2, n - 1) for n in outputs]
+    inputs = rng.integers(200, 400, requests)
+    ok = list(range(requests - 2))  # the last two: one failure, one incomplete
+    latencies = [float(ttfts[i] + gaps[i].sum()) for i in ok]
+    duration_s = round(1.2 * sum(latencies) / 4, 3)
+    start = datetime(2026, 11, 30, 22, 10, tzinfo=UTC)
+    end = (start + timedelta(seconds=duration_s)).replace(tzinfo=None)  # llm-d may omit the zone
+    out_total, in_total = int(outputs[ok].sum()), int(inputs[ok].sum())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {
+        "version": "0.2",
+        "run": {"uid": "6f1c2e0a-llmd-fixture", "eid": "exp-tracker-fixture", "cid": "kind-1",
+                "time": {"start": start.isoformat(), "end": end.isoformat(),
+                         "duration": f"PT{duration_s}S"}, "user": "bench"},
+        "scenario": {"load": {
+            "metadata": {"schema_version": "0.0.1", "cfg_id": "c4-chat"},
+            "standardized": {"tool": "vllm-benchmark", "tool_version": "0.11.0", "stage": 1,
+                             "input_seq_len": {"distribution": "uniform", "value": 300,
+                                               "min": 200, "max": 399},
+                             "output_seq_len": {"distribution": "uniform", "value": 36,
+                                                "min": 8, "max": 63},
+                             "concurrency": 4},
+            "Native": {"args": {"max-concurrency": 4, "num-prompts": requests}}}},
+        "results": {"request_performance": {"aggregate": {
+            "requests": {"total": requests, "failures": 1, "incomplete": 1,
+                         "input_length": _statistics([float(inputs[i]) for i in ok], "count"),
+                         "output_length": _statistics([float(outputs[i]) for i in ok], "count")},
+            "latency": {
+                "time_to_first_token": _statistics([float(ttfts[i]) for i in ok], "ms", 1000.0),
+                "time_per_output_token": _statistics(
+                    [float(gaps[i].sum() / (outputs[i] - 1)) for i in ok], "ms/token", 1000.0),
+                "normalized_time_per_output_token": _statistics(
+                    [latencies[k] / float(outputs[i]) for k, i in enumerate(ok)], "s/token"),
+                "inter_token_latency": _statistics(
+                    [float(g) for i in ok for g in gaps[i]], "ms/token", 1000.0),
+                "request_latency": _statistics(latencies, "s")},
+            "throughput": {
+                "output_token_rate": {"units": "token/s", "mean": out_total / duration_s},
+                "input_token_rate": {"units": "token/s", "mean": in_total / duration_s},
+                "total_token_rate": {"units": "token/s",
+                                     "mean": (in_total + out_total) / duration_s},
+                "requests_rate": {"units": "qps", "mean": len(ok) / duration_s}}}}},
+    }
+    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -136,7 +205,7 @@ def run_aiperf(aiperf: Path, out: Path, requests: int, concurrency: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("tool", choices=("vllm", "aiperf"))
+    parser.add_argument("tool", choices=("vllm", "aiperf", "llmd"))
     parser.add_argument("--aiperf", type=Path, help="the aiperf executable (its own venv)")
     parser.add_argument("--requests", type=int, default=24)
     parser.add_argument("--concurrency", type=int, default=4)
@@ -144,6 +213,10 @@ def main() -> None:
     if args.tool == "vllm":
         write_vllm(FIXTURES / "vllm" / "bench_serve_detailed.json", requests=args.requests)
         print("wrote", FIXTURES / "vllm" / "bench_serve_detailed.json")
+        return
+    if args.tool == "llmd":
+        write_llmd(FIXTURES / "llmd" / "report.json")
+        print("wrote", FIXTURES / "llmd" / "report.json")
         return
     if args.aiperf is None:
         parser.error("aiperf needs --aiperf BIN (pip install aiperf in a throw-away venv)")

@@ -183,3 +183,41 @@ def test_the_gate_refuses_to_judge_an_imported_run_against_a_native_one(
                  "--head-run", str(native + 1)]) == 2
     err = capsys.readouterr().err
     assert f"run {native}: native, run {native + 1}: vllm" in err and "like for like" in err
+
+
+LLMD = FIXTURES / "llmd" / "report.json"
+
+
+def test_an_llmd_report_becomes_one_run_naming_its_inner_tool(
+        sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(LLMD), "--config", "llama-8b", "--db", sqlite_url]) == 0
+    out = capsys.readouterr().out
+    assert "imported from llmd vllm-benchmark 0.11.0" in out and "30 ok, 2 failed" in out
+    assert "note: run.time.end has no time zone: taken as UTC" in out
+    engine = open_store(sqlite_url)
+    try:
+        with Session(engine) as session:
+            run = fetch_run(session, 1)
+    finally:
+        engine.dispose()
+    ttft = json.loads(LLMD.read_text(encoding="utf-8"))[
+        "results"]["request_performance"]["aggregate"]["latency"]["time_to_first_token"]
+    summary = run.workloads[0].summary
+    assert summary.ttft is not None and summary.ttft.p99_s == pytest.approx(ttft["p99"] / 1000,
+                                                                            abs=1e-9)
+    assert fetch_import_source(run.environment) == "llmd vllm-benchmark 0.11.0"
+
+
+@pytest.mark.parametrize("text", [
+    "", LLMD.read_text(encoding="utf-8")[:500],
+    '{"version": "0.2", "run": {}, "results": {"request_performance": {}}}',
+])
+def test_a_bad_llmd_report_exits_2_with_one_line_and_stores_nothing(
+        sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["import", str(path), "--format", "llmd", "--config", "c",
+                 "--db", sqlite_url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: not an llm-d Benchmark Report") and "\n" not in err
+    assert _runs(sqlite_url) == 0

@@ -159,7 +159,7 @@ def add_import_parser(sub: Subparsers) -> None:
                                              "per benchmark): vllm bench serve, GuideLLM, AIPerf")
     imported.add_argument("file", metavar="FILE", help="the tool's result file (JSON; AIPerf: "
                                                         "profile_export_aiperf.json or .jsonl)")
-    imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf"),
+    imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf", "llmd"),
                           help="the tool that wrote it (default: recognised from its keys)")
     imported.add_argument("--config", required=True, metavar="NAME",
                           help="the serving config's name to file the runs under (its newest "

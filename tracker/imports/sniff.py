@@ -17,18 +17,22 @@ from tracker.imports.source import (
 )
 
 Loader = Callable[[SourceFile], list[ImportedRun]]
+ALL_FORMATS = (*FORMATS, "llmd")  # source.FORMATS and llm-d's Benchmark Report
 
 
 def _loaders() -> dict[str, Loader]:
     from tracker.imports.aiperf import load_aiperf
     from tracker.imports.guidellm import load_guidellm
+    from tracker.imports.llmd import load_llmd
     from tracker.imports.vllm import load_vllm
-    return {"vllm": load_vllm, "guidellm": load_guidellm, "aiperf": load_aiperf}
+    return {"vllm": load_vllm, "guidellm": load_guidellm, "aiperf": load_aiperf,
+            "llmd": load_llmd}
 
 
 def sniff_format(source: SourceFile) -> str:
-    """``vllm``, ``guidellm`` or ``aiperf`` from the file's keys; an error when none fits."""
-    expected = f"a result file of {', '.join(FORMATS)} (give --format to say which)"
+    """``vllm``, ``guidellm``, ``aiperf`` or ``llmd`` from the file's keys; an error when none
+    fits."""
+    expected = f"a result file of {', '.join(ALL_FORMATS)} (give --format to say which)"
     first = source.text.lstrip()[:1]
     if first == "{" and "\n{" in source.text.strip() and _is_jsonl(source):
         return "aiperf"  # profile_export.jsonl: one record per line
@@ -39,6 +43,10 @@ def sniff_format(source: SourceFile) -> str:
 
 
 def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> str:
+    from tracker.imports.llmd import is_llmd_report
+
+    if is_llmd_report(body):
+        return "llmd"
     if "mean_ttft_ms" in body:
         return "vllm"
     if isinstance(body.get("benchmarks"), list):
@@ -47,7 +55,8 @@ def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> st
         return "aiperf"
     keys = ", ".join(repr(k) for k in list(body)[:5]) or "none"
     raise source.fail(expected, f"no 'mean_ttft_ms' (vllm), 'benchmarks' (guidellm) or "
-                                f"'time_to_first_token' (aiperf) key; its keys: {keys}")
+                                f"'time_to_first_token' (aiperf) key, nor llm-d's version "
+                                f"'0.2' report; its keys: {keys}")
 
 
 def _is_jsonl(source: SourceFile) -> bool:
@@ -64,5 +73,5 @@ def load_imported(path: str | Path, fmt: str | None = None) -> list[ImportedRun]
     chosen = fmt or sniff_format(source)
     loaders = _loaders()
     if chosen not in loaders:
-        raise ImportFormatError(f"--format {chosen}: must be one of {', '.join(FORMATS)}")
+        raise ImportFormatError(f"--format {chosen}: must be one of {', '.join(ALL_FORMATS)}")
     return loaders[chosen](source)
