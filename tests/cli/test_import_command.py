@@ -221,3 +221,69 @@ def test_a_bad_llmd_report_exits_2_with_one_line_and_stores_nothing(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {path}: not an llm-d Benchmark Report") and "\n" not in err
     assert _runs(sqlite_url) == 0
+
+
+def _varied_run(engine: Engine, seed: int = 3) -> int:
+    """A native run of 40 seeded requests (2 failed), each with its own TTFT and chunk gaps."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    config = build_loaded_config(ServingConfig(name="llama-8b", target=Target(kind="sim",
+                                 model="m"), engine=EngineArgs(max_num_seqs=8)), "-")
+    suite = build_loaded_suite(Suite(name="chat", workloads=[
+        Workload(name="c8", prompts=FixedPrompt(source="fixed", text="x"), max_tokens=40,
+                 concurrency=8, num_requests=40)]), "-")
+    records = []
+    for i in range(40):
+        ttft_s = float(rng.lognormal(np.log(0.06), 0.3))
+        gaps = tuple(float(g) for g in rng.lognormal(np.log(0.01), 0.25, int(rng.integers(2, 40))))
+        failed = i in (7, 21)
+        records.append(RequestRecord(
+            i, i * 0.05, None if failed else ttft_s, None if failed else ttft_s + sum(gaps),
+            () if failed else gaps, None if failed else len(gaps) + 1, TokenSource.USAGE,
+            int(rng.integers(50, 200)), TokenSource.USAGE,
+            error_class="http_500" if failed else None, error="boom" if failed else None))
+    started = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
+    ended = datetime(2026, 11, 29, 3, 0, 4, 250000, tzinfo=UTC)
+    with Session(engine) as session, session.begin():
+        run_id = begin_run(session, config_version_id=save_config_version(session, config),
+                           suite_id=save_suite(session, suite), started_at=started, host="h",
+                           tracker_version="0.9.0", simulated=False, environment={})
+        save_workload(session, run_id, 0, WorkloadResult(
+            "c8", 8, 40, 0, {}, started, ended, tuple(records),
+            compute_workload_summary(records, 4.25)))
+        finish_run(session, run_id, RunStatus.COMPLETED, ended, None)
+    return run_id
+
+
+def test_a_run_written_as_an_llmd_report_imports_back_to_the_same_statistics(
+        sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tracker.imports.llmd import render_llmd_report
+
+    engine = open_store(sqlite_url)
+    try:
+        native = _varied_run(engine)
+        with Session(engine) as session:
+            run = fetch_run(session, native)
+        report = tmp_path / "report.json"
+        report.write_text(json.dumps(render_llmd_report(run, run.workloads[0])), encoding="utf-8")
+        assert main(["import", str(report), "--config", "llama-8b", "--db", sqlite_url]) == 0
+        with Session(engine) as session:
+            back = fetch_run(session, native + 1)
+    finally:
+        engine.dispose()
+    assert "imported from llmd tracker 0.9.0" in capsys.readouterr().out
+    before, after = run.workloads[0].summary, back.workloads[0].summary
+    assert before.tpot is not None and before.itl is not None  # a real comparison
+    for key in ("ttft", "tpot", "itl", "e2el"):
+        for attr in ("mean_s", "median_s", "std_s", "p90_s", "p99_s"):
+            assert getattr(getattr(after, key), attr) == pytest.approx(
+                getattr(getattr(before, key), attr), abs=1e-9), (key, attr)
+    for attr in ("request_throughput_per_s", "output_throughput_tokens_per_s",
+                 "total_token_throughput_tokens_per_s", "duration_s"):
+        assert getattr(after, attr) == pytest.approx(getattr(before, attr), abs=1e-9), attr
+    assert (after.completed, after.failed, after.total_output_tokens) == \
+        (before.completed, before.failed, before.total_output_tokens)
+    assert (back.workloads[0].name, back.workloads[0].concurrency) == ("c8", 8)
+    assert (back.started_at, back.ended_at) == (run.workloads[0].started_at,
+                                                run.workloads[0].ended_at)
