@@ -287,3 +287,22 @@ def test_a_run_written_as_an_llmd_report_imports_back_to_the_same_statistics(
     assert (back.workloads[0].name, back.workloads[0].concurrency) == ("c8", 8)
     assert (back.started_at, back.ended_at) == (run.workloads[0].started_at,
                                                 run.workloads[0].ended_at)
+
+
+def test_export_format_llmd_writes_a_report_that_imports_back(
+        sqlite_url: str, tmp_path: Path) -> None:
+    engine = open_store(sqlite_url)
+    try:
+        native = _varied_run(engine)
+    finally:
+        engine.dispose()
+    report = tmp_path / "report.json"
+    assert main(["export", str(native), "--format", "llmd", "--out", str(report),
+                 "--db", sqlite_url]) == 0
+    body = json.loads(report.read_text(encoding="utf-8"))
+    assert body["version"] == "0.2"
+    assert body["scenario"]["load"]["standardized"]["tool"] == "tracker"
+    latency = body["results"]["request_performance"]["aggregate"]["latency"]
+    assert {s["units"] for s in latency.values()} == {"ms", "ms/token"}
+    assert main(["import", str(report), "--config", "llama-8b", "--db", sqlite_url]) == 0
+    assert _runs(sqlite_url) == 2

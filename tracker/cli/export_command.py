@@ -1,6 +1,7 @@
-"""``tracker export RUN --format vllm``: one workload of a stored run as ``vllm bench serve``'s
-``--save-result --save-detailed`` JSON (docs/import.md, "Export"), so it can go where vLLM's
-files go; ``tracker import`` reads it back.
+"""``tracker export RUN --format vllm|llmd``: one workload of a stored run as ``vllm bench
+serve``'s ``--save-result --save-detailed`` JSON, or as an llm-d Benchmark Report v0.2
+(``tracker.imports.llmd.render_llmd_report``) (docs/import.md, "Export"), so it can go where
+those files go; ``tracker import`` reads either back.
 
 The keys are vLLM's; the values the tracker's (same definitions: docs/import.md's vLLM table read
 backwards). Per-request arrays come from the stored records; a latency not measured is null.
@@ -23,6 +24,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     with reading(args.db) as session:
         run = fetch_run(session, args.run_id)
     workload = _chosen(run, args.workload)
+    if args.format == "llmd":
+        from tracker.imports.llmd import render_llmd_report
+
+        write_json(args.out, render_llmd_report(run, workload), "--out")
+        return ExitCode.OK
     write_json(args.out, render_vllm_result(run, workload), "--out")
     return ExitCode.OK
 
@@ -34,7 +40,7 @@ def _chosen(run: RunResult, name: str | None) -> WorkloadResult:
     found = [w for w in run.workloads if w.name == name]
     if not found:
         raise UsageError(f"run {run.run_id}: --workload must be one of {', '.join(names) or '(none)'}"
-                         f" (got {name!r}); a vLLM result file holds one benchmark")
+                         f" (got {name!r}); an exported file holds one workload")
     return found[0]
 
 

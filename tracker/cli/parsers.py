@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_import_parser(sub: Subparsers) -> None:
     imported = sub.add_parser("import", help="store another tool's result file as runs (one "
-                                             "per benchmark): vllm bench serve, GuideLLM, AIPerf")
+                                             "per benchmark): vllm bench serve, GuideLLM, "
+                                             "AIPerf, llm-d reports")
     imported.add_argument("file", metavar="FILE", help="the tool's result file (JSON; AIPerf: "
                                                         "profile_export_aiperf.json or .jsonl)")
     imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf", "llmd"),
@@ -170,7 +171,7 @@ def add_import_parser(sub: Subparsers) -> None:
     export = sub.add_parser("export", help="write one workload of a stored run as another "
                                            "tool's result file (vllm bench serve's JSON)")
     export.add_argument("run_id", type=int, metavar="RUN")
-    export.add_argument("--format", choices=("vllm",), default="vllm",
+    export.add_argument("--format", choices=("vllm", "llmd"), default="vllm",
                         help="the file's format (default: vllm)")
     export.add_argument("--workload", metavar="NAME", help="which workload (needed when the "
                                                            "run has several)")

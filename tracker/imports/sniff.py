@@ -17,7 +17,7 @@ from tracker.imports.source import (
 )
 
 Loader = Callable[[SourceFile], list[ImportedRun]]
-ALL_FORMATS = (*FORMATS, "llmd")  # source.FORMATS and llm-d's Benchmark Report
+ALL_FORMATS = FORMATS  # every format, llm-d's Benchmark Report included
 
 
 def _loaders() -> dict[str, Loader]:

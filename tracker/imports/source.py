@@ -22,7 +22,7 @@ from typing import Any
 from tracker.errors import UsageError
 from tracker.results import LatencyStats, WorkloadResult
 
-FORMATS = ("vllm", "guidellm", "aiperf")
+FORMATS = ("vllm", "guidellm", "aiperf", "llmd")
 
 
 class ImportFormatError(UsageError):
