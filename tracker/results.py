@@ -36,6 +36,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+IMPORT_KEY = "import"  # a run's environment entry when it was imported from another tool's file
+NATIVE_SOURCE = "native"  # the source of a run the tracker measured itself
+
+
+def compute_run_source(environment: Mapping[str, Any] | None) -> str:
+    """``native`` for a run the tracker measured, else the tool it was imported from
+    (``tracker import`` writes ``environment["import"]["tool"]``)."""
+    found = environment.get(IMPORT_KEY) if isinstance(environment, Mapping) else None
+    return str(found.get("tool")) if isinstance(found, Mapping) else NATIVE_SOURCE
+
 
 class TokenSource(StrEnum):
     USAGE = "usage"  # reported by the server

@@ -16,6 +16,7 @@ from plotly.colors import qualitative
 
 from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.redaction import redact_text
+from tracker.results import NATIVE_SOURCE
 
 PALETTE = qualitative.Plotly + qualitative.D3
 STATE_COLORS = {
@@ -102,13 +103,13 @@ def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_point
 
 
 def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.Scatter:
-    sources = list(rows["source"]) if "source" in rows else ["native"] * len(rows)
-    symbols = [("circle" if source == "native" else "diamond") + ("-open" if sim else "")
+    sources = list(rows["source"]) if "source" in rows else [NATIVE_SOURCE] * len(rows)
+    symbols = [("circle" if source == NATIVE_SOURCE else "diamond") + ("-open" if sim else "")
                for sim, source in zip(rows["simulated"], sources, strict=True)]
     hover = [
         f"<b>{_esc(series)}</b><br>{value:.4g} {unit}<br>run #{run} · {_esc(status)}"
         f"{' · simulated' if sim else ''}"
-        f"{'' if source == 'native' else ' · imported from ' + _esc(source)}"
+        f"{'' if source == NATIVE_SOURCE else ' · imported from ' + _esc(source)}"
         f"<br>config {version[:12]}<br>{when:%Y-%m-%d %H:%M} UTC"
         for value, run, status, sim, version, when, source in zip(
             rows["shown"], rows["run_id"], rows["status"], rows["simulated"],

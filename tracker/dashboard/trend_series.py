@@ -11,6 +11,7 @@ import pandas as pd
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.metrics import REGISTRY
 from tracker.reports.diff_report import render_diff_lines
+from tracker.results import NATIVE_SOURCE
 
 SERIES_KEYS = ["config", "suite", "workload"]
 NOISE_WINDOW_RUNS = 10
@@ -65,18 +66,18 @@ def metric_label(metric: str) -> str:
     return metric.removesuffix("_per_s").replace("_", " ")
 
 
-def series_label(config: str, suite: str, workload: str, source: str = "native") -> str:
+def series_label(config: str, suite: str, workload: str, source: str = NATIVE_SOURCE) -> str:
     """One series per config, suite and workload, and per source: runs imported from another
     tool are never drawn, banded or change-pointed as one series with the tracker's own."""
     label = f"{config} · {suite} · {workload}"
-    return label if source == "native" else f"{label} · from {source}"
+    return label if source == NATIVE_SOURCE else f"{label} · from {source}"
 
 
 def shape_trend(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Add the series label, the displayed value and the noise band, per series, oldest first."""
     unit = display_unit(metric)
     shaped = frame.copy()
-    sources = shaped["source"] if "source" in shaped else ["native"] * len(shaped)
+    sources = shaped["source"] if "source" in shaped else [NATIVE_SOURCE] * len(shaped)
     shaped["series"] = [series_label(c, s, w, source) for c, s, w, source in
                         zip(shaped["config"], shaped["suite"], shaped["workload"], sources,
                             strict=True)]

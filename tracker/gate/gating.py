@@ -31,7 +31,7 @@ from tracker.gate.config_refs import ConfigSide
 from tracker.inputs.config_diff import Change, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
 from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
-from tracker.results import RunResult, RunStatus, WorkloadResult
+from tracker.results import RunResult, RunStatus, WorkloadResult, compute_run_source
 from tracker.store.runs import fetch_run
 
 
@@ -251,16 +251,11 @@ def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateO
     return GateOutcome.PASS, ExitCode.OK
 
 
-def _source(run: RunResult) -> str:
-    """``native`` for a run measured here, else the tool it was imported from."""
-    found = run.environment.get("import")
-    return str(found.get("tool")) if isinstance(found, Mapping) else "native"
-
-
 def _check_one_source(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult]) -> None:
     """Runs measured by different tools define their metrics differently (docs/import.md):
     never judged as like for like."""
-    sources = {f"run {r.run_id}": _source(r) for r in (*base_runs, *head_runs)}
+    sources = {f"run {r.run_id}": compute_run_source(r.environment)
+               for r in (*base_runs, *head_runs)}
     if len(set(sources.values())) > 1:
         found = ", ".join(f"{run}: {source}" for run, source in sources.items())
         raise UsageError(f"the runs come from different tools ({found}); their definitions "

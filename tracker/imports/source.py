@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.errors import UsageError
-from tracker.results import LatencyStats, WorkloadResult
+from tracker.results import IMPORT_KEY, LatencyStats, WorkloadResult
 
 FORMATS = ("vllm", "guidellm", "aiperf", "llmd")
 
@@ -59,7 +59,7 @@ class ImportedRun:
     @property
     def environment(self) -> dict[str, Any]:
         """The run's environment: where it came from, under ``import``."""
-        return {"import": {"tool": self.tool, "tool_version": self.tool_version,
+        return {IMPORT_KEY: {"tool": self.tool, "tool_version": self.tool_version,
                            "sha256": self.sha256, "benchmark": self.benchmark,
                            "notes": list(self.notes)}}
 

@@ -25,7 +25,7 @@ from tracker.reports.telemetry_report import (
     render_server_json,
     render_telemetry_lines,
 )
-from tracker.results import LatencyStats, RunResult, WorkloadResult
+from tracker.results import IMPORT_KEY, LatencyStats, RunResult, WorkloadResult
 
 SCHEMA = "tracker.run/1"
 
@@ -212,7 +212,7 @@ def render_run_text(run: RunResult) -> str:
 
 def render_source_line(environment: Mapping[str, Any]) -> str | None:
     """Where an imported run came from (``tracker import``); None for a run measured here."""
-    source = environment.get("import")
+    source = environment.get(IMPORT_KEY)
     if not isinstance(source, Mapping):
         return None
     version = f" {source['tool_version']}" if source.get("tool_version") else ""

@@ -16,7 +16,7 @@ from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from tracker.metrics import REGISTRY, compute_workload_metrics
-from tracker.results import RunResult
+from tracker.results import IMPORT_KEY, NATIVE_SOURCE, RunResult
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
 from tracker.store.models import WorkloadResultModel as Workloads
 from tracker.store.regressions import RegressionStatus, fetch_regressions
@@ -26,7 +26,6 @@ OVERVIEW_COLUMNS = ("config", "suite", "run_id", "status", "status_reason", "sim
                     "started_at", "config_version", "runs")
 TREND_COLUMNS = ("run_id", "started_at", "status", "simulated", "config", "config_version",
                  "suite", "workload", "value", "source")
-NATIVE_SOURCE = "native"  # a run the tracker measured; an imported one names its tool
 REGRESSION_COLUMNS = ("id", "status", "config", "suite", "workload", "metric", "before", "after",
                       "rel_change", "regressed", "run_id", "detected_at", "updated_at", "updated_by",
                       "note", "attribution")
@@ -206,7 +205,7 @@ def fetch_trend(
         _runs_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
                      Workloads.name, WorkloadMetricModel.value,
-                     RunModel.environment["import"]["tool"].as_string())
+                     RunModel.environment[IMPORT_KEY]["tool"].as_string())
         .join(Workloads, Workloads.run_id == RunModel.id)
         .join(WorkloadMetricModel, (WorkloadMetricModel.workload_result_id == Workloads.id)
               & (WorkloadMetricModel.metric == metric))

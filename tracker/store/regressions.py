@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.errors import NotFoundError
-from tracker.results import RunStatus
+from tracker.results import NATIVE_SOURCE, RunStatus, compute_run_source
 from tracker.store.models import (
     ConfigVersionModel,
     RunModel,
@@ -195,7 +195,7 @@ def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint
     # Runs imported from another tool (``tracker import``) are not the nightly series: other
     # definitions, another client. The watch follows the tracker's own runs only.
     return [SeriesPoint(*row) for row in rows
-            if not (isinstance(row.environment, dict) and "import" in row.environment)]
+            if compute_run_source(row.environment) == NATIVE_SOURCE]
 
 
 def fetch_config_version(session: Session, ref: str) -> tuple[str, ConfigVersionRow]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.results import RunResult, RunStatus
+from tracker.results import NATIVE_SOURCE, RunResult, RunStatus, compute_run_source
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.runs import fetch_run
 
@@ -38,7 +38,7 @@ def fetch_noise_run_ids(session: Session, config_version: str, suite_version: st
     for run_id, environment in session.execute(query):
         if len(ids) >= limit:
             break
-        if not (isinstance(environment, dict) and "import" in environment):
+        if compute_run_source(environment) == NATIVE_SOURCE:
             ids.append(run_id)
     return ids
 
