@@ -178,14 +178,16 @@ def compute_request_hit_rate(records: Iterable[RequestRecord]) -> float | None:
     return cached / prompt if prompt > 0 else None
 
 
-def compute_hit_rate_source(workload: WorkloadResult) -> str | None:
-    """Where the workload's ``prefix_cache_hit_rate`` comes from: ``"server_counters"`` (its
-    /metrics deltas over the whole workload, which win), ``"request_usage"`` (its requests'
-    cached tokens), or None when neither measured it."""
+def compute_hit_rate(workload: WorkloadResult) -> tuple[float, str] | None:
+    """The workload's ``prefix_cache_hit_rate`` and where it comes from: ``"server_counters"``
+    (its /metrics deltas over the whole workload, which win), ``"request_usage"`` (its
+    requests' cached tokens); None when neither measured it."""
     server = workload.server
     if server is not None and server.measured and "prefix_cache_hit_rate" in server.values:
-        return "server_counters"
-    return None if compute_request_hit_rate(workload.records) is None else "request_usage"
+        return server.values["prefix_cache_hit_rate"], "server_counters"
+    rate = compute_request_hit_rate(workload.records)
+    return None if rate is None else (rate, "request_usage")
+
 
 
 def _price(cost: Mapping[str, Any], key: str) -> float | None:
@@ -258,10 +260,8 @@ def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
     if server is not None and server.measured:
         values.update({name: server.values[name] for name in SERVER_METRICS
                        if name in server.values})
-    if "prefix_cache_hit_rate" not in values:
-        rate = compute_request_hit_rate(workload.records)
-        if rate is not None:
-            values["prefix_cache_hit_rate"] = rate
+    if (hit_rate := compute_hit_rate(workload)) is not None:
+        values["prefix_cache_hit_rate"] = hit_rate[0]
     values.update(compute_cost_metrics(workload))
     values.update(compute_energy_metrics(workload))
     return values

@@ -15,7 +15,7 @@ from tracker.load.summary import (
     compute_latency_stats,
     compute_turn_summaries,
 )
-from tracker.metrics import compute_hit_rate_source, compute_request_hit_rate, compute_workload_metrics
+from tracker.metrics import compute_hit_rate, compute_request_hit_rate
 from tracker.redaction import redact_optional
 from tracker.results import LatencyStats, RequestRecord, RunResult, WorkloadResult
 
@@ -76,7 +76,7 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
     """The load shape, open-loop latencies, goodput and client health of one workload."""
     s, load = result.summary, result.params.get("load") or {}
     open_loop = load.get("mode") in ("open", "trace")
-    client = s.client
+    client, hit_rate = s.client, compute_hit_rate(result)
     body: dict[str, Any] = {
         "request_rate": load.get("request_rate") if open_loop else None,
         "burstiness": load.get("burstiness") if open_loop else None,
@@ -90,8 +90,8 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "token_count_mismatches": s.token_count_mismatches,
         "input_token_count_mismatches": s.input_token_count_mismatches,
         "input_token_overhead": compute_input_token_overhead(result.records),
-        "prefix_cache_hit_rate": compute_workload_metrics(result).get("prefix_cache_hit_rate"),
-        "prefix_cache_hit_rate_source": compute_hit_rate_source(result),
+        "prefix_cache_hit_rate": None if hit_rate is None else hit_rate[0],
+        "prefix_cache_hit_rate_source": None if hit_rate is None else hit_rate[1],
         "client_bound": result.client_bound,
         "client_health": None if client is None else {
             "cpu_fraction": client.cpu_fraction,
