@@ -48,6 +48,7 @@ from tracker.reports.run_report import render_run_json
 from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
 from tracker.targets.exact_prompts import build_exact_traffic
+from tracker.targets.tokenizers import find_tokenizer_file
 
 NAME = "bench"
 
@@ -172,8 +173,7 @@ class BenchOutcome:
 def _local_tokenizer(args: BenchArgs) -> Path | None:
     if args.tokenizer is None:
         return None
-    path = Path(args.tokenizer).expanduser()
-    path = path / "tokenizer.json" if path.is_dir() else path
+    path = find_tokenizer_file(args.tokenizer)
     if not path.is_file():
         raise UsageError(f"--tokenizer {args.tokenizer}: no file at {path}; name the model's "
                          "tokenizer.json or its directory")

@@ -76,12 +76,17 @@ def _input_token_overheads(records: Iterable[RequestRecord]) -> list[int]:
             and r.input_tokens is not None and r.requested_input_tokens is not None]
 
 
+def _typical(overheads: list[int]) -> int:
+    """The lower median: a token count that one of the requests had."""
+    return sorted(overheads)[(len(overheads) - 1) // 2]
+
+
 def compute_input_token_overhead(records: Iterable[RequestRecord]) -> int | None:
     """The median of ``usage.prompt_tokens`` minus the input length asked for: the tokens the
     server adds on its own (a chat template's, a BOS), 0 when lengths are exact on completions;
     None when no request had both."""
-    overheads = sorted(_input_token_overheads(records))
-    return overheads[(len(overheads) - 1) // 2] if overheads else None
+    overheads = _input_token_overheads(records)
+    return _typical(overheads) if overheads else None
 
 
 def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
@@ -94,7 +99,7 @@ def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> in
     overheads = _input_token_overheads(records)
     if not overheads:
         return None
-    typical = sorted(overheads)[(len(overheads) - 1) // 2]
+    typical = _typical(overheads)
     slack = INPUT_TOKEN_SLACK if typical else 0  # exact prompts with nothing added: exact
     return sum(1 for o in overheads if abs(o - typical) > slack)
 

@@ -247,17 +247,23 @@ class LlamaCppTokenizer(_EndpointTokenizer):
         return True
 
 
+def find_tokenizer_file(named: str, relative_to: Path | None = None) -> Path:
+    """Where a named tokenizer is: ``named`` relative to ``relative_to`` unless absolute; a
+    directory means its ``tokenizer.json``. The path may not exist: the caller says so."""
+    path = Path(named).expanduser()
+    if not path.is_absolute() and relative_to is not None:
+        path = relative_to / path
+    return path / "tokenizer.json" if path.is_dir() else path
+
+
 def resolve_tokenizer_path(config: LoadedConfig) -> Path | None:
     """The config's ``target.tokenizer`` as a file: relative to the config file; a directory
     means its ``tokenizer.json``. A missing file is a config error."""
     named = config.config.target.tokenizer
     if named is None:
         return None
-    path = Path(named).expanduser()
-    if not path.is_absolute() and config.path not in ("", "-"):
-        path = Path(config.path).parent / path
-    if path.is_dir():
-        path = path / "tokenizer.json"
+    base = Path(config.path).parent if config.path not in ("", "-") else None
+    path = find_tokenizer_file(named, base)
     if not path.is_file():
         raise ConfigError(f"{config.path}: target.tokenizer: no file at {path} (got "
                           f"{named!r}); name the model's tokenizer.json or its directory, "
