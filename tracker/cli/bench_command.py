@@ -38,6 +38,7 @@ from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
 from tracker.inputs.sources import DatasetPrompts, SyntheticPrompts, TracePrompts
 from tracker.inputs.suites import PromptSource, Slos, Suite, Workload, build_loaded_suite
+from tracker.inputs.traffic import describe_fallback
 from tracker.load.bodies import build_request_specs
 from tracker.load.generator import Endpoint, LoadGenerator
 from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
@@ -190,8 +191,7 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOut
     model = args.model or await fetch_first_model(endpoint)  # bad input fails before this
     exact = await build_exact_traffic(suite, endpoint, model, local)
     if progress is not None and exact.fallback is not None:
-        progress.write(f"prompt lengths are in words, not the model's tokenizer: "
-                       f"{exact.fallback}\n")
+        progress.write(describe_fallback(exact.tokenizer, exact.fallback) + "\n")
     traffic = exact.traffic[NAME]
     warmup, measured = build_request_specs(workload, traffic, model=model,
                                            supports_ignore_eos=args.ignore_eos)

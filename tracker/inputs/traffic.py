@@ -69,3 +69,9 @@ class WorkloadTraffic:
     def __post_init__(self) -> None:
         if bool(self.requests) == bool(self.sessions):
             raise ValueError("a workload's traffic is either requests or sessions, not both")
+
+
+def describe_fallback(tokenizer: str, fallback: str) -> str:
+    """The one line a run, ``tracker bench`` and the run report print when the prompt lengths
+    are not in the model's tokenizer."""
+    return f"prompt lengths are in {tokenizer}, not the model's tokenizer: {fallback}"

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from tracker.inputs.traffic import describe_fallback
 from tracker.metrics import compute_cost_metrics, compute_energy_metrics
 from tracker.reports.load_report import (
     LOAD_DEFINITIONS,
@@ -229,5 +230,5 @@ def render_prompt_lengths_line(environment: Mapping[str, Any]) -> str | None:
         return None
     fallback = environment.get("tokenizer_fallback")
     if fallback:
-        return f"note: prompt lengths are in {tokenizer}, not the model's tokenizer: {fallback}"
+        return f"note: {describe_fallback(str(tokenizer), str(fallback))}"
     return f"prompt lengths: exact in {tokenizer}"

@@ -6,6 +6,7 @@ import sys
 import time
 from typing import TextIO
 
+from tracker.inputs.traffic import describe_fallback
 from tracker.results import WorkloadResult
 
 
@@ -42,8 +43,8 @@ class ProgressPrinter:
     def prompts_built(self, tokenizer: str, fallback: str | None) -> None:
         """One line when the prompt lengths are not in the model's tokenizer, and why."""
         if fallback is not None:
-            print(f"{self.label}prompt lengths are in {tokenizer}, not the model's tokenizer: "
-                  f"{fallback}", file=self.stream, flush=True)
+            print(self.label + describe_fallback(tokenizer, fallback), file=self.stream,
+                  flush=True)
 
     def _draw(self, done: int, total: int, *, force: bool) -> None:
         now = time.monotonic()
