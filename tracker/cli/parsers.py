@@ -283,7 +283,7 @@ def add_gate_parsers(sub: Subparsers) -> None:
                              "noise, else 6); the report says how many it took")
     rounds.add_argument("--repeats", type=int, metavar="N",
                         help="fixed design instead: exactly N rounds (N runs of each config, "
-                             "interleaved ABAB), judged once at the end")
+                             "interleaved ABBA: base first in odd rounds, head first in even ones), judged once at the end")
     gate.add_argument("--base-run", type=int, action="append", metavar="RUN_ID",
                       help="a stored base run (repeat for several)")
     gate.add_argument("--head-run", type=int, action="append", metavar="RUN_ID",

@@ -1,4 +1,9 @@
-"""A config gate's rounds: a base run, then a head run, judged after each round.
+"""A config gate's rounds: one run of each side, judged after each round.
+
+The order within a round alternates (ABBA: base then head in odd rounds, head then base in even
+ones, ``round_order``), so whatever favours a round's first or second run (a host that warms up or
+slows down over a round, a cache one run leaves for the next) and a linear drift over the gate
+fall on both sides alike instead of always on the head.
 
 Sequential (the default): after every round ``tracker.analysis.sequential`` sees that round's
 pair of runs for every workload and metric, and the gate stops as soon as every row is decided
@@ -132,15 +137,21 @@ def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: Load
                at: tuple[int, GateDesign], quiet: bool,
                ordinal_seed: int | None) -> tuple[RunResult, RunResult]:
     number, design = at
-    runs: list[RunResult] = []
-    for side, config in zip(("base", "head"), sides, strict=True):
+    runs: dict[str, RunResult] = {}
+    for side in round_order(number):
+        config = sides[0] if side == "base" else sides[1]
         most = f"≤{design.rounds}" if design.sequential else str(design.rounds)
         progress = None if quiet else ProgressPrinter(label=f"{side} {number}/{most} ")
         ordinal = (None if ordinal_seed is None
                    else derive_seed(ordinal_seed, "gate-round", side, number) % 2**31)
-        runs.append(execute_suite(engine, config.loaded, suite, progress,
-                                  run_ordinal=ordinal))
-    return runs[0], runs[1]
+        runs[side] = execute_suite(engine, config.loaded, suite, progress, run_ordinal=ordinal)
+    return runs["base"], runs["head"]
+
+
+def round_order(number: int) -> tuple[str, str]:
+    """The sides of round ``number`` (from 1) in the order they run: ABBA, base first in odd
+    rounds, head first in even ones."""
+    return ("base", "head") if number % 2 else ("head", "base")
 
 
 def compute_sequential_rows(pair: tuple[RunResult, RunResult],
