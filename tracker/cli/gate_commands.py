@@ -18,6 +18,7 @@ from tracker.reports.diff_report import render_diff_text
 
 if TYPE_CHECKING:
     from tracker.gate.gating import GateDesign, GateOptions, GateResult
+    from tracker.gate.probes import BisectResult
 
 COMMANDS = ("diff", "gate")
 
@@ -54,7 +55,7 @@ def parse_min_effects(items: list[str]) -> dict[str, float]:
     return effects
 
 
-def _options(args: argparse.Namespace) -> GateOptions:
+def compute_options(args: argparse.Namespace) -> GateOptions:
     from tracker.gate.gating import GateOptions
 
     if not 0.5 < args.confidence < 1.0:
@@ -62,7 +63,7 @@ def _options(args: argparse.Namespace) -> GateOptions:
     return GateOptions(parse_min_effects(args.min_effect), args.confidence, args.seed)
 
 
-def _design(args: argparse.Namespace) -> GateDesign:
+def compute_design(args: argparse.Namespace) -> GateDesign:
     """Sequential with at most --max-rounds (default: 3 where earlier base runs give the
     run-to-run noise, else 6), or a fixed --repeats N."""
     from tracker.gate.gating import DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROUNDS_WITH_PRIOR, GateDesign
@@ -85,6 +86,9 @@ def _check_mode(args: argparse.Namespace) -> bool:
         raise UsageError("gate: --base, --head and --suite go together; give all three")
     if by_runs and not (args.base_run and args.head_run):
         raise UsageError("gate: give at least one --base-run and one --head-run")
+    if by_runs and args.bisect:
+        raise UsageError("gate: --bisect runs probes of configs: give --base, --head and "
+                         "--suite, not stored runs")
     if by_runs and (args.repeats is not None or args.max_rounds is not None):
         raise UsageError("gate: --repeats and --max-rounds run configs; stored runs "
                          "(--base-run/--head-run) are compared as they are")
@@ -99,8 +103,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from tracker.store.db import open_store, resolve_db_url
 
     by_config = _check_mode(args)
-    options = _options(args)
-    design = _design(args) if by_config else None
+    options = compute_options(args)
+    design = compute_design(args) if by_config else None
+    if args.bisect:
+        from tracker.cli.bisect_command import compute_budget
+
+        compute_budget(args)  # a bad budget is refused before anything runs
+    bisect = None
     engine = open_store(resolve_db_url(args.db))
     try:
         if design is not None:
@@ -109,24 +118,29 @@ def cmd_gate(args: argparse.Namespace) -> int:
             suite = load_suite(args.suite)
             result = run_config_gate(engine, base, head, suite, design, options,
                                      quiet=args.quiet)
+            if args.bisect and result.exit_code == ExitCode.REGRESSION:
+                from tracker.cli.bisect_command import run_gate_bisection
+
+                bisect = run_gate_bisection(engine, (base, head), suite, result, args)
         else:
             result = compare_stored_runs(engine, args.base_run, args.head_run, options)
     finally:
         engine.dispose()
-    _write_reports(result, args)
+    write_reports(result, args, bisect)
     return result.exit_code
 
 
-def _write_reports(result: GateResult, args: argparse.Namespace) -> None:
+def write_reports(result: GateResult, args: argparse.Namespace,
+                  bisect: BisectResult | None = None) -> None:
     """Each report through the one redaction (the Markdown becomes a public PR comment)."""
     from tracker.reports.gate_report import render_gate_json, render_gate_junit, render_gate_markdown
 
-    markdown = render_gate_markdown(result)
+    markdown = render_gate_markdown(result, bisect)
     if args.markdown:
         write_text(args.markdown, markdown, "--markdown")
     if args.junit:
         write_text(args.junit, render_gate_junit(result), "--junit")
     if args.json:
-        write_json(args.json, render_gate_json(result))
+        write_json(args.json, render_gate_json(result, bisect))
     if args.json != "-":
         sys.stdout.write(redact_text(markdown))

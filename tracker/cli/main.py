@@ -53,6 +53,9 @@ def dispatch(args: argparse.Namespace) -> int:
     if command in SCHEDULE_COMMANDS:
         from tracker.cli import schedule_commands
         return schedule_commands.dispatch(args)
+    if command == "bisect":
+        from tracker.cli import bisect_command
+        return bisect_command.cmd_bisect(args)
     if command in ("diff", "gate"):
         from tracker.cli import gate_commands
         return gate_commands.dispatch(args)

@@ -298,5 +298,40 @@ def add_gate_parsers(sub: Subparsers) -> None:
     gate.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL")
     gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     gate.add_argument("--quiet", action="store_true", help="no progress display")
+    gate.add_argument("--bisect", action="store_true",
+                      help="when the gate finds a regression, bisect it over the diff's fields "
+                           "(docs/gate.md#bisection)")
+    _add_bisect_budget(gate)
+    add_bisect_parser(sub)
+
+
+def _add_bisect_budget(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-probes", type=int, metavar="N",
+                        help="bisection: at most N probe configs (default: 12)")
+    parser.add_argument("--max-minutes", type=float, metavar="M",
+                        help="bisection: start no probe after M minutes (default: no limit)")
+
+
+def add_bisect_parser(sub: Subparsers) -> None:
+    bisect = sub.add_parser("bisect", help="which changed config field made the head regress: "
+                                           "run the gate, then probes of subsets of the diff")
+    bisect.add_argument("--base", required=True, metavar="REF",
+                        help="base config: file, git ref or stored version")
+    bisect.add_argument("--head", required=True, metavar="REF", help="head config: the same kinds")
+    bisect.add_argument("--suite", required=True, metavar="FILE", help="baseline suite YAML")
+    bisect.add_argument("--max-rounds", type=int, metavar="M",
+                        help="rounds of the gate and of each probe, sequential (as tracker gate)")
+    _add_bisect_budget(bisect)
+    _add_db(bisect)
+    bisect.add_argument("--markdown", metavar="OUT", help="write the Markdown report")
+    bisect.add_argument("--json", metavar="OUT", help="write the JSON (- = stdout)")
+    bisect.add_argument("--min-effect", action="append", default=[], metavar="METRIC=FRACTION",
+                        help="as tracker gate's")
+    bisect.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL",
+                        help="the gate's; the bisection spends its false-alarm budget over "
+                             "the probes")
+    bisect.add_argument("--seed", type=int, default=0, help="as tracker gate's")
+    bisect.add_argument("--quiet", action="store_true", help="no progress display")
+    bisect.set_defaults(repeats=None, junit=None, bisect=True)
 
 

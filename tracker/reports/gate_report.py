@@ -10,7 +10,9 @@ from typing import Any
 
 from tracker.analysis import Outcome, Verdict
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
+from tracker.gate.probes import BisectResult
 from tracker.redaction import escape_markdown
+from tracker.reports.bisect_report import render_bisect_json, render_bisect_markdown
 from tracker.reports.diff_report import render_diff_markdown
 
 JSON_SCHEMA = "tracker.gate.gating/1"
@@ -88,7 +90,7 @@ def _table_row(row: GateRow) -> str:
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
-def render_gate_markdown(result: GateResult) -> str:
+def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None) -> str:
     order = "interleaved base/head" if result.interleaved else "stored runs"
     runs = (f"base runs {', '.join(map(str, result.base_run_ids))} · head runs "
             f"{', '.join(map(str, result.head_run_ids))} ({order})")
@@ -117,6 +119,8 @@ def render_gate_markdown(result: GateResult) -> str:
     if result.problems:
         lines += ["**Could not measure:**", "", *(f"- {escape_markdown(p)}" for p in result.problems),
                   ""]
+    if bisect is not None:
+        lines += [render_bisect_markdown(bisect)]
     lines += [_legend(result), ""]
     return "\n".join(lines)
 
@@ -195,9 +199,10 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def render_gate_json(result: GateResult) -> dict[str, Any]:
-    """The JSON verdict; values in the metric's SI unit (seconds, req/s, tokens/s)."""
-    return {
+def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> dict[str, Any]:
+    """The JSON verdict; values in the metric's SI unit (seconds, req/s, tokens/s); with a
+    bisection, its culprits under ``bisect``."""
+    verdict = {
         "schema": JSON_SCHEMA,
         "outcome": result.outcome.value,
         "exit_code": result.exit_code,
@@ -220,3 +225,6 @@ def render_gate_json(result: GateResult) -> dict[str, Any]:
                   "verdict": None if row.verdict is None else _verdict_json(row.verdict)}
                  for row in result.rows],
     }
+    if bisect is not None:
+        verdict["bisect"] = render_bisect_json(bisect)
+    return verdict

@@ -1,0 +1,274 @@
+"""Bisection over a config diff's fields: the search on literal judges (known culprits), then
+``tracker bisect`` and ``tracker gate --bisect`` on the simulator."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tracker.cli.main import main
+from tracker.errors import UsageError
+from tracker.gate.bisect import (
+    BisectOutcome,
+    BudgetSpent,
+    ProbeJudgement,
+    ProbeOutcome,
+    compute_share,
+    search_culprits,
+)
+from tracker.gate.probes import BisectBudget, build_probe_config
+from tracker.inputs.configs import load_config
+
+FIELDS = ("engine.a", "engine.b", "engine.c", "engine.d", "engine.e")
+
+
+def _judge(regresses: Callable[[frozenset[str]], ProbeOutcome],
+           asked: list[tuple[str, ...]]) -> Callable[[tuple[str, ...], int], ProbeJudgement]:
+    def judge(fields: tuple[str, ...], number: int) -> ProbeJudgement:
+        asked.append(fields)
+        return ProbeJudgement(regresses(frozenset(fields)), "literal")
+    return judge
+
+
+def _one_culprit(culprit: str) -> Callable[[frozenset[str]], ProbeOutcome]:
+    return lambda applied: (ProbeOutcome.REGRESSED if culprit in applied
+                            else ProbeOutcome.CLEAN)
+
+
+@pytest.mark.parametrize("culprit", FIELDS)
+def test_one_guilty_field_among_five_is_named_in_at_most_six_probes(culprit: str) -> None:
+    asked: list[tuple[str, ...]] = []
+    found = search_culprits(FIELDS, _judge(_one_culprit(culprit), asked), None)
+    assert found.outcome is BisectOutcome.FOUND
+    assert [c.fields for c in found.culprits] == [(culprit,)]
+    assert len(found.probes) == len(asked) <= 6
+    assert len(set(asked)) == len(asked)  # no probe run twice
+
+
+def test_two_fields_that_regress_only_together_are_named_as_a_pair() -> None:
+    asked: list[tuple[str, ...]] = []
+    together = {"engine.b", "engine.d"}
+    found = search_culprits(FIELDS, _judge(lambda applied: ProbeOutcome.REGRESSED
+                                           if together <= applied else ProbeOutcome.CLEAN,
+                                           asked), None)
+    assert found.outcome is BisectOutcome.FOUND
+    assert [c.fields for c in found.culprits] == [("engine.b", "engine.d")]
+    assert found.culprits[0].interaction
+    assert ("engine.b", "engine.d") in asked  # the pair alone was probed, for its share
+
+
+def test_an_unresolved_probe_is_recorded_and_the_search_goes_around_it() -> None:
+    def regresses(applied: frozenset[str]) -> ProbeOutcome:
+        if "engine.b" in applied and "engine.a" not in applied:
+            return ProbeOutcome.FAILED  # b needs a (a dependent pair)
+        return ProbeOutcome.REGRESSED if "engine.c" in applied else ProbeOutcome.CLEAN
+
+    asked: list[tuple[str, ...]] = []
+    found = search_culprits(FIELDS[:3], _judge(regresses, asked), None)
+    assert [c.fields for c in found.culprits] == [("engine.c",)]
+    assert ProbeOutcome.FAILED in [p.judgement.outcome for p in found.probes]
+    assert found.outcome is BisectOutcome.FOUND
+
+
+def test_a_spent_budget_gives_the_smallest_set_known_to_regress() -> None:
+    asked: list[tuple[str, ...]] = []
+    inner = _judge(_one_culprit("engine.e"), asked)
+
+    def judge(fields: tuple[str, ...], number: int) -> ProbeJudgement:
+        if number > 2:
+            raise BudgetSpent("--max-probes 2")
+        return inner(fields, number)
+
+    found = search_culprits(FIELDS, judge, None)
+    assert found.outcome is BisectOutcome.NARROWED
+    assert found.culprits[0].fields == ("engine.c", "engine.d", "engine.e")
+    assert "budget spent after 2 probes (--max-probes 2)" == found.stop_reason
+
+
+def test_a_one_field_diff_needs_no_probe() -> None:
+    found = search_culprits(("engine.a",), _judge(_one_culprit("engine.a"), []), None)
+    assert [c.fields for c in found.culprits] == [("engine.a",)] and not found.probes
+
+
+def test_the_share_is_the_log_ratio_of_the_two_changes_with_the_corners_interval() -> None:
+    from tracker.analysis import compare_samples
+    from tracker.metrics import REGISTRY
+
+    metric = REGISTRY["ttft_median_s"]
+    base = [[1.0 + 0.01 * i for i in range(40)]] * 3
+    whole = compare_samples(base, [[2.0 * v for v in run] for run in base], metric)
+    half = compare_samples(base, [[2.0**0.5 * v for v in run] for run in base], metric)
+    share, interval = compute_share(half, whole)
+    assert share == pytest.approx(0.5, abs=0.02)
+    assert interval is not None and interval[0] <= share <= interval[1]
+    assert compute_share(None, whole) == (None, None)
+
+
+def test_a_budget_below_one_probe_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="--max-probes: must be >= 1"):
+        BisectBudget(0)
+
+
+def test_a_probe_takes_the_heads_values_of_its_fields_only(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_text(BASE, encoding="utf-8")
+    (tmp_path / "h.yaml").write_text(ONE_CULPRIT, encoding="utf-8")
+    base, head = load_config(tmp_path / "b.yaml"), load_config(tmp_path / "h.yaml")
+    probe = build_probe_config(base, head, ["engine.max_num_seqs", "engine.swap_space",
+                                            "engine.extra_args.disable_log_requests"], "probe 1")
+    engine = probe.config.engine
+    assert (engine.max_num_seqs, engine.swap_space, engine.max_model_len) == (4, 8.0, 1024)
+    assert engine.extra_args == {"disable_log_requests": True}
+    back = build_probe_config(head, base, ["engine.swap_space"], "probe 2")
+    assert back.config.engine.swap_space is None  # unset in the base: removed
+
+
+# --- on the simulator --------------------------------------------------------------------------
+# run_noise and noise 0: runs differ by their config and the machine's load alone. The KV cache:
+# a 4 GiB accelerator, 2 GiB of weights; 16 streams of 288 tokens need 4608 tokens of cache.
+
+BASE = """\
+name: bisect-sim
+target:
+  kind: sim
+  model: sim/test-model
+  simulator: {seed: 1, prefill_s_per_token: 0.00002, decode_base_s: 0.002,
+              decode_per_seq_s: 0.0002, decode_s_per_kv_gib: 0.0, run_noise: 0.0, noise: 0.0,
+              gpu_memory_gib: 4, model_params_b: 1}
+engine:
+  max_num_seqs: 16
+  max_model_len: 1024
+  kv_cache_dtype: fp8
+  gpu_memory_utilization: 0.7
+"""
+# five fields; only max_num_seqs (16 -> 4 at 16 streams) slows it
+ONE_CULPRIT = (BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")
+               .replace("max_model_len: 1024", "max_model_len: 2048")
+               .replace("gpu_memory_utilization: 0.7", "gpu_memory_utilization: 0.75")
+               + "  swap_space: 8\n  extra_args: {disable_log_requests: true}\n")
+# fp8 -> auto doubles the KV bytes per token, 0.7 -> 0.58 shrinks the cache: either alone leaves
+# room for the 16 streams (13104 or 5242 fp8 tokens, 6552 auto), together (2621) it does not
+PAIR = (BASE.replace("kv_cache_dtype: fp8", "kv_cache_dtype: auto")
+        .replace("gpu_memory_utilization: 0.7", "gpu_memory_utilization: 0.58")
+        + "  swap_space: 8\n")
+HARMLESS = BASE + "  swap_space: 8\n  extra_args: {disable_log_requests: true}\n"
+# max_model_len 16384 only fits with the bigger cache: alone, the simulator refuses to start
+DEPENDENT = (BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")
+             .replace("max_model_len: 1024", "max_model_len: 16384")
+             .replace("gpu_memory_utilization: 0.7", "gpu_memory_utilization: 0.9"))
+
+SUITE = """\
+name: bisect-small
+seed: 3
+workloads:
+  - name: busy
+    prompts: {source: synthetic, input_tokens: 256}
+    max_tokens: 32
+    ignore_eos: true
+    concurrency: 16
+    num_requests: 32
+    warmup_requests: 4
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {}
+    for name, text in (("base", BASE), ("one", ONE_CULPRIT), ("pair", PAIR),
+                       ("harmless", HARMLESS), ("dependent", DEPENDENT), ("suite", SUITE)):
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_text(text, encoding="utf-8")
+    paths["db"] = tmp_path / "bisect.db"
+    paths["dir"] = tmp_path
+    return paths
+
+
+def _bisect(files: dict[str, Path], head: str, *extra: str) -> tuple[int, dict[str, object]]:
+    out = files["dir"] / f"{head}.json"
+    code = main(["bisect", "--base", str(files["base"]), "--head", str(files[head]),
+                 "--suite", str(files["suite"]), "--db", str(files["db"]), "--quiet",
+                 "--json", str(out), *extra])
+    return code, json.loads(out.read_text(encoding="utf-8"))
+
+
+def _culprits(verdict: dict[str, object]) -> list[list[str]]:
+    bisect = verdict["bisect"]
+    assert isinstance(bisect, dict)
+    return [[f["path"] for f in c["fields"]] for c in bisect["culprits"]]
+
+
+def test_bisect_names_the_cut_max_num_seqs_alone_among_five_changes(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, verdict = _bisect(files, "one")
+    assert code == 1 and len(verdict["config_diff"]) == 5  # type: ignore[arg-type]
+    bisect = verdict["bisect"]
+    assert isinstance(bisect, dict)
+    assert bisect["outcome"] == "found" and _culprits(verdict) == [["engine.max_num_seqs"]]
+    assert len(bisect["probes"]) <= 6
+    culprit = bisect["culprits"][0]
+    low, high = culprit["share_interval"]
+    assert low <= culprit["share"] <= high and 0.5 < culprit["share"] < 1.5
+    markdown = capsys.readouterr().out
+    assert "### Bisection: culprit found" in markdown
+    assert "| `engine.max_num_seqs` | `16` → `4` |" in markdown
+
+
+def test_bisect_names_two_fields_that_regress_only_together_as_a_pair(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, verdict = _bisect(files, "pair")
+    assert code == 1
+    assert _culprits(verdict) == [["engine.gpu_memory_utilization", "engine.kv_cache_dtype"]]
+    bisect = verdict["bisect"]
+    assert isinstance(bisect, dict) and bisect["culprits"][0]["interaction"] is True
+    assert "(together)" in capsys.readouterr().out
+
+
+def test_bisect_of_a_change_that_does_not_regress_runs_no_probe(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, verdict = _bisect(files, "harmless", "--confidence", "0.995")
+    assert code == 0
+    bisect = verdict["bisect"]
+    assert isinstance(bisect, dict)
+    assert bisect["outcome"] == "no_regression" and bisect["probes"] == []
+    assert "nothing to bisect" in capsys.readouterr().out
+
+
+def test_a_probe_whose_target_fails_to_start_does_not_stop_the_bisection(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, verdict = _bisect(files, "dependent")
+    assert code == 1 and _culprits(verdict) == [["engine.max_num_seqs"]]
+    bisect = verdict["bisect"]
+    assert isinstance(bisect, dict)
+    failed = [p for p in bisect["probes"] if p["outcome"] == "failed"]
+    assert failed and all("engine.max_model_len" in p["fields"] for p in failed)
+    assert "max seq len (16384)" in failed[0]["reason"]
+
+
+def test_gate_with_bisect_shows_the_culprit_table_in_its_markdown(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    report = files["dir"] / "gate.md"
+    code = main(["gate", "--base", str(files["base"]), "--head", str(files["one"]), "--suite",
+                 str(files["suite"]), "--db", str(files["db"]), "--quiet", "--bisect",
+                 "--markdown", str(report)])
+    assert code == 1
+    markdown = report.read_text(encoding="utf-8")
+    assert markdown.startswith("## tracker gate: ❌ regression")
+    table = markdown.split("### Bisection: culprit found", 1)[1]
+    assert ("| field | base → head | share of the regression [interval] | alone vs base "
+            "[interval] |") in table
+    rows = [line for line in table.splitlines() if line.startswith("| `engine.")]
+    assert len(rows) == 1 and rows[0].startswith("| `engine.max_num_seqs` | `16` → `4` | ")
+    assert "probes</summary>" in table
+
+
+def test_gate_bisect_refuses_stored_runs_and_a_zero_budget(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gate", "--db", str(files["db"]), "--base-run", "1", "--head-run", "2",
+                 "--bisect"]) == 2
+    assert "--bisect runs probes of configs" in capsys.readouterr().err
+    assert main(["bisect", "--base", str(files["base"]), "--head", str(files["one"]),
+                 "--suite", str(files["suite"]), "--db", str(files["db"]),
+                 "--max-probes", "0"]) == 2
+    assert "--max-probes: must be >= 1 (got 0)" in capsys.readouterr().err

@@ -1,0 +1,232 @@
+"""A bisection's probes: the base config with some of the head's fields, run against the base.
+
+``build_probe_config`` applies the head's values of the named diff paths to the base's canonical
+body (a path the head leaves unset is removed) and validates the result like any config, so a
+combination the schema refuses is a ``ConfigError`` naming the fields. ``ProbeRunner`` runs a
+probe in the gate's rounds (``tracker.gate.rounds``: base control and probe interleaved ABBA,
+judged sequentially) and reads the analysis' verdict of the failing row; a config refused, a
+target that fails to start or a run that does not complete make the probe unresolved, recorded
+with the reason, and the search goes on around it. It also enforces the budget.
+
+Each probe is judged at ``1 - alpha / max_probes`` confidence (Bonferroni over the search): a
+bisection asks the analysis up to ``max_probes`` questions, and one false alarm would send the
+search down the wrong half, so the bisection as a whole keeps the gate's false-alarm budget.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from tracker.analysis import Outcome, Verdict
+from tracker.errors import ConfigError, MeasurementError, UsageError
+from tracker.gate.bisect import (
+    BisectOutcome,
+    BudgetSpent,
+    Culprit,
+    Probe,
+    ProbeJudgement,
+    ProbeOutcome,
+    search_culprits,
+)
+from tracker.gate.config_refs import ConfigSide
+from tracker.gate.gating import (
+    GateDesign,
+    GateOptions,
+    GateOutcome,
+    GateResult,
+    GateRow,
+    build_gate_result,
+)
+from tracker.gate.rounds import run_rounds
+from tracker.inputs.config_diff import Change, compute_config_diff
+from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
+from tracker.inputs.suites import LoadedSuite
+from tracker.inputs.yamlfile import validate_model
+from tracker.redaction import redact_text
+from tracker.results import RunResult
+
+DEFAULT_MAX_PROBES = 12
+_ABSENT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class BisectBudget:
+    max_probes: int = DEFAULT_MAX_PROBES
+    max_minutes: float | None = None  # None: no limit on time
+
+    def __post_init__(self) -> None:
+        if self.max_probes < 1:
+            raise UsageError(f"--max-probes: must be >= 1 (got {self.max_probes})")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise UsageError(f"--max-minutes: must be > 0 (got {self.max_minutes})")
+
+
+def compute_probe_options(options: GateOptions, budget: BisectBudget) -> GateOptions:
+    """The gate's options at the probes' confidence: its false-alarm budget over every probe."""
+    alpha = (1.0 - options.confidence) / budget.max_probes
+    return replace(options, confidence=1.0 - alpha)
+
+
+def _flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Leaf paths as ``tracker.inputs.config_diff`` names them (an empty mapping is a leaf)."""
+    flat: dict[str, Any] = {}
+    for key, value in node.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _apply(body: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
+    node = body
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            if value is _ABSENT:
+                return
+            child = node[part] = {}
+        node = child
+    if value is _ABSENT:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = copy.deepcopy(value)
+
+
+def build_probe_config(base: LoadedConfig, head: LoadedConfig, fields: Sequence[str],
+                       label: str) -> LoadedConfig:
+    """The base with the head's value of each of ``fields``; ``ConfigError`` if refused."""
+    body = copy.deepcopy(dict(base.canonical))
+    values = _flatten(head.canonical)
+    for path in fields:
+        _apply(body, path, values.get(path, _ABSENT))
+    config = validate_model(ServingConfig, body, Path(label), {})
+    return build_loaded_config(config, label)
+
+
+@dataclass
+class ProbeRunner:
+    """Runs probes for ``tracker.gate.bisect.search_culprits`` (its ``Judge``)."""
+
+    engine: Engine
+    base: ConfigSide
+    head: ConfigSide
+    suite: LoadedSuite
+    design: GateDesign
+    options: GateOptions  # at the probes' confidence (``compute_probe_options``)
+    row: tuple[str, str]  # (workload, metric) of the gate's failing row
+    budget: BisectBudget
+    quiet: bool = True
+    clock: Callable[[], float] = time.monotonic
+    runs: list[tuple[int, str, int]] = field(default_factory=list)  # (probe, role, run id)
+    started_s: float | None = None
+
+    def __call__(self, fields: tuple[str, ...], number: int) -> ProbeJudgement:
+        self._check_budget(number)
+        label = f"probe {number}"
+        try:
+            loaded = build_probe_config(self.base.loaded, self.head.loaded, fields, label)
+        except ConfigError as exc:
+            return ProbeJudgement(ProbeOutcome.INVALID, redact_text(str(exc)))
+        try:
+            played = run_rounds(self.engine, self.base, ConfigSide(label, loaded), self.suite,
+                                self.design, self.options, quiet=self.quiet)
+        except (ConfigError, MeasurementError) as exc:  # the target refused to start
+            return ProbeJudgement(ProbeOutcome.FAILED, redact_text(str(exc)))
+        self._record(number, played.base_runs, played.head_runs)
+        result = build_gate_result(played.base_runs, played.head_runs, (self.base.title, label),
+                                   (), self.options, interleaved=True, rounds=played.rounds,
+                                   verdicts=played.verdicts)
+        judgement = judge_probe_row(result.rows, self.row, result.problems)
+        return replace(judgement, control_run_ids=result.base_run_ids,
+                       probe_run_ids=result.head_run_ids)
+
+    def _check_budget(self, number: int) -> None:
+        now = self.clock()
+        if self.started_s is None:
+            self.started_s = now
+        if number > self.budget.max_probes:
+            raise BudgetSpent(f"--max-probes {self.budget.max_probes}")
+        minutes = self.budget.max_minutes
+        if minutes is not None and now - self.started_s >= minutes * 60.0:
+            raise BudgetSpent(f"--max-minutes {minutes:g}")
+
+    def _record(self, number: int, controls: Sequence[RunResult],
+                probes: Sequence[RunResult]) -> None:
+        self.runs += [(number, "control", run.run_id) for run in controls]
+        self.runs += [(number, "probe", run.run_id) for run in probes]
+
+
+def judge_probe_row(rows: Sequence[GateRow], row: tuple[str, str],
+                    problems: Sequence[str]) -> ProbeJudgement:
+    """The probe's outcome on the failing row, as the analysis judged it."""
+    found = next((r for r in rows if (r.workload, r.metric) == row), None)
+    if problems:
+        return ProbeJudgement(ProbeOutcome.FAILED, redact_text("; ".join(problems)),
+                              None if found is None else found.verdict)
+    if found is None or found.verdict is None:
+        note = "not measured" if found is None else (found.note or "not measured")
+        return ProbeJudgement(ProbeOutcome.FAILED, f"{row[0]}/{row[1]}: {note}")
+    verdict = found.verdict
+    if verdict.regressed:
+        outcome = ProbeOutcome.REGRESSED
+    elif verdict.outcome is Outcome.INCONCLUSIVE:
+        outcome = ProbeOutcome.INCONCLUSIVE
+    else:
+        outcome = ProbeOutcome.CLEAN
+    return ProbeJudgement(outcome, verdict.reason, verdict)
+
+
+# --- the bisection of a gate's regression ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BisectResult:
+    outcome: BisectOutcome
+    row: tuple[str, str] | None  # (workload, metric) the gate failed on; None: it did not
+    label: str | None  # the row as the report names it: "busy TTFT median"
+    head_verdict: Verdict | None
+    changes: tuple[Change, ...]  # the config diff, values as the diff shows them
+    culprits: tuple[Culprit, ...]
+    probes: tuple[Probe, ...]
+    stop_reason: str
+    probe_confidence: float
+    runs: tuple[tuple[int, str, int], ...] = ()  # (probe number, role, run id)
+
+
+def compute_failing_row(result: GateResult) -> GateRow | None:
+    """The gate's regressed row with the smallest adjusted p-value (the clearest one)."""
+    regressed = [row for row in result.rows if row.regressed and row.verdict is not None]
+    return min(regressed, key=lambda row: row.adjusted_p_value or 0.0, default=None)
+
+
+def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
+                  gate: GateResult, design: GateDesign, options: GateOptions,
+                  budget: BisectBudget, *, quiet: bool = True) -> BisectResult:
+    """Bisect the gate's regression over the diff's fields; no probe when it did not regress."""
+    changes = tuple(compute_config_diff(base.loaded.canonical, head.loaded.canonical))
+    probe_options = compute_probe_options(options, budget)
+    row = compute_failing_row(gate)
+    if row is None or row.verdict is None:
+        outcome = (BisectOutcome.NOT_MEASURED if gate.outcome is GateOutcome.NOT_MEASURED
+                   else BisectOutcome.NO_REGRESSION)
+        reason = ("the gate could not measure the head against the base: nothing to bisect"
+                  if outcome is BisectOutcome.NOT_MEASURED
+                  else "the head does not regress against the base: nothing to bisect")
+        return BisectResult(outcome, None, None, None, changes, (), (), reason,
+                            probe_options.confidence)
+    key = (row.workload, row.metric)
+    runner = ProbeRunner(engine, base, head, suite, design, probe_options, key, budget,
+                         quiet=quiet)
+    found = search_culprits([c.path for c in changes], runner, row.verdict)
+    return BisectResult(found.outcome, key, f"{row.workload} {row.label}", row.verdict, changes,
+                        found.culprits, found.probes, found.stop_reason,
+                        probe_options.confidence, tuple(runner.runs))
