@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session
 
 from tracker.cli.main import main
 from tracker.errors import UsageError
@@ -21,6 +22,9 @@ from tracker.gate.bisect import (
 )
 from tracker.gate.probes import BisectBudget, build_probe_config
 from tracker.inputs.configs import load_config
+from tracker.store.bisections import fetch_bisections
+from tracker.store.db import open_store
+from tracker.store.runs import fetch_runs
 
 FIELDS = ("engine.a", "engine.b", "engine.c", "engine.d", "engine.e")
 
@@ -85,7 +89,7 @@ def test_a_spent_budget_gives_the_smallest_set_known_to_regress() -> None:
     found = search_culprits(FIELDS, judge, None)
     assert found.outcome is BisectOutcome.NARROWED
     assert found.culprits[0].fields == ("engine.c", "engine.d", "engine.e")
-    assert "budget spent after 2 probes (--max-probes 2)" == found.stop_reason
+    assert found.stop_reason == "budget spent after 2 probes (--max-probes 2)"
 
 
 def test_a_one_field_diff_needs_no_probe() -> None:
@@ -213,6 +217,20 @@ def test_bisect_names_the_cut_max_num_seqs_alone_among_five_changes(
     markdown = capsys.readouterr().out
     assert "### Bisection: culprit found" in markdown
     assert "| `engine.max_num_seqs` | `16` → `4` |" in markdown
+    # every probe is a stored run linked to the bisection, with its base controls
+    engine = open_store(f"sqlite:///{files['db']}")
+    try:
+        with Session(engine) as session:
+            [stored] = fetch_bisections(session, run_ids=verdict["head"]["run_ids"])  # type: ignore[index]
+            runs = fetch_runs(session, limit=1000)
+    finally:
+        engine.dispose()
+    assert stored.bisection_id == bisect["bisection_id"] and stored.outcome == "found"
+    assert stored.culprits[0]["fields"] == ["engine.max_num_seqs"]
+    probe_runs = {probe: [r for n, role, r in stored.runs if n == probe and role == "probe"]
+                  for probe in range(1, len(bisect["probes"]) + 1)}
+    assert all(probe_runs.values())
+    assert {r for _, _, r in stored.runs} == {run.run_id for run in runs}  # every run linked
 
 
 def test_bisect_names_two_fields_that_regress_only_together_as_a_pair(

@@ -19,10 +19,12 @@ import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from tracker.analysis import Outcome, Verdict
 from tracker.errors import ConfigError, MeasurementError, UsageError
@@ -51,6 +53,7 @@ from tracker.inputs.suites import LoadedSuite
 from tracker.inputs.yamlfile import validate_model
 from tracker.redaction import redact_text
 from tracker.results import RunResult
+from tracker.store.bisections import StoredBisection, save_bisection
 
 DEFAULT_MAX_PROBES = 12
 _ABSENT = object()
@@ -126,7 +129,7 @@ class ProbeRunner:
     budget: BisectBudget
     quiet: bool = True
     clock: Callable[[], float] = time.monotonic
-    runs: list[tuple[int, str, int]] = field(default_factory=list)  # (probe, role, run id)
+    runs: list[tuple[int | None, str, int]] = field(default_factory=list)  # probe, role, run
     started_s: float | None = None
 
     def __call__(self, fields: tuple[str, ...], number: int) -> ProbeJudgement:
@@ -199,7 +202,8 @@ class BisectResult:
     probes: tuple[Probe, ...]
     stop_reason: str
     probe_confidence: float
-    runs: tuple[tuple[int, str, int], ...] = ()  # (probe number, role, run id)
+    runs: tuple[tuple[int | None, str, int], ...] = ()  # (probe number, role, run id)
+    bisection_id: int | None = None  # as stored
 
 
 def compute_failing_row(result: GateResult) -> GateRow | None:
@@ -211,7 +215,8 @@ def compute_failing_row(result: GateResult) -> GateRow | None:
 def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
                   gate: GateResult, design: GateDesign, options: GateOptions,
                   budget: BisectBudget, *, quiet: bool = True) -> BisectResult:
-    """Bisect the gate's regression over the diff's fields; no probe when it did not regress."""
+    """Bisect the gate's regression over the diff's fields (no probe when it did not regress),
+    and store the bisection with every run it made, the gate's own included."""
     changes = tuple(compute_config_diff(base.loaded.canonical, head.loaded.canonical))
     probe_options = compute_probe_options(options, budget)
     row = compute_failing_row(gate)
@@ -221,12 +226,34 @@ def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loa
         reason = ("the gate could not measure the head against the base: nothing to bisect"
                   if outcome is BisectOutcome.NOT_MEASURED
                   else "the head does not regress against the base: nothing to bisect")
-        return BisectResult(outcome, None, None, None, changes, (), (), reason,
-                            probe_options.confidence)
-    key = (row.workload, row.metric)
-    runner = ProbeRunner(engine, base, head, suite, design, probe_options, key, budget,
-                         quiet=quiet)
-    found = search_culprits([c.path for c in changes], runner, row.verdict)
-    return BisectResult(found.outcome, key, f"{row.workload} {row.label}", row.verdict, changes,
-                        found.culprits, found.probes, found.stop_reason,
-                        probe_options.confidence, tuple(runner.runs))
+        result = BisectResult(outcome, None, None, None, changes, (), (), reason,
+                              probe_options.confidence)
+    else:
+        key = (row.workload, row.metric)
+        runner = ProbeRunner(engine, base, head, suite, design, probe_options, key, budget,
+                             quiet=quiet)
+        found = search_culprits([c.path for c in changes], runner, row.verdict)
+        result = BisectResult(found.outcome, key, f"{row.workload} {row.label}", row.verdict,
+                              changes, found.culprits, found.probes, found.stop_reason,
+                              probe_options.confidence, tuple(runner.runs))
+    with Session(engine) as session, session.begin():
+        stored = save_bisection(session, _stored(result, base, head, suite, gate))
+    return replace(result, bisection_id=stored)
+
+
+def _stored(result: BisectResult, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
+            gate: GateResult) -> StoredBisection:
+    culprits = tuple({"fields": list(c.fields), "share": c.share,
+                      "share_interval": None if c.share_interval is None
+                      else list(c.share_interval)} for c in result.culprits)
+    probes = tuple({"number": p.number, "fields": list(p.fields),
+                    "outcome": p.judgement.outcome.value, "reason": p.judgement.reason}
+                   for p in result.probes)
+    runs = [*((None, "base", run_id) for run_id in gate.base_run_ids),
+            *((None, "head", run_id) for run_id in gate.head_run_ids),
+            *((number, role, run_id) for number, role, run_id in result.runs)]
+    return StoredBisection(
+        base.loaded.config.name, suite.suite.name, base.loaded.version, head.loaded.version,
+        None if result.row is None else result.row[0],
+        None if result.row is None else result.row[1], result.outcome.value,
+        result.stop_reason, culprits, probes, datetime.now(UTC), tuple(runs))

@@ -127,6 +127,7 @@ def render_bisect_json(result: BisectResult) -> dict[str, Any]:
     changes = {change.path: change for change in result.changes}
     return {
         "outcome": result.outcome.value,
+        "bisection_id": result.bisection_id,
         "workload": None if result.row is None else result.row[0],
         "metric": None if result.row is None else result.row[1],
         "stop_reason": result.stop_reason,

@@ -198,6 +198,7 @@ class RequestRecordModel(Base):
 
 # The other tables, one module per concept; imported here so the metadata (and `alembic check`)
 # sees every table.
+from tracker.store import models_bisections as _bisections  # noqa: E402, F401
 from tracker.store import models_client_health as _client_health  # noqa: E402, F401
 from tracker.store import models_quality as _quality  # noqa: E402, F401
 from tracker.store import models_regressions as _regressions  # noqa: E402, F401
