@@ -59,3 +59,11 @@ with env_tab:
         st.success("Same environment.")
     else:
         ui.dataframe(diff)
+
+culprits = compareview.culprit_frame(compareview.load_bisections(url, pair.base_id, pair.head_id))
+if not culprits.empty:
+    st.subheader("Which change did it")
+    st.caption("From `tracker bisect`: probes applying some of the head's changes to the base, "
+               "each judged against interleaved base runs (docs/gate.md, Bisection).")
+    ui.dataframe(culprits, column_config={
+        "share %": st.column_config.NumberColumn(format="%.0f%%")})

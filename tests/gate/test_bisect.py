@@ -157,6 +157,8 @@ ONE_CULPRIT = (BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")
 PAIR = (BASE.replace("kv_cache_dtype: fp8", "kv_cache_dtype: auto")
         .replace("gpu_memory_utilization: 0.7", "gpu_memory_utilization: 0.58")
         + "  swap_space: 8\n")
+# two fields: the gate's --bisect test needs a probe or two, not five
+TWO = BASE.replace("max_num_seqs: 16", "max_num_seqs: 4") + "  swap_space: 8\n"
 HARMLESS = BASE + "  swap_space: 8\n  extra_args: {disable_log_requests: true}\n"
 # max_model_len 16384 only fits with the bigger cache: alone, the simulator refuses to start
 DEPENDENT = (BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")
@@ -181,7 +183,7 @@ workloads:
 def files(tmp_path: Path) -> dict[str, Path]:
     paths = {}
     for name, text in (("base", BASE), ("one", ONE_CULPRIT), ("pair", PAIR),
-                       ("harmless", HARMLESS), ("dependent", DEPENDENT), ("suite", SUITE)):
+                       ("two", TWO), ("harmless", HARMLESS), ("dependent", DEPENDENT), ("suite", SUITE)):
         paths[name] = tmp_path / f"{name}.yaml"
         paths[name].write_text(text, encoding="utf-8")
     paths["db"] = tmp_path / "bisect.db"
@@ -267,7 +269,7 @@ def test_a_probe_whose_target_fails_to_start_does_not_stop_the_bisection(
 def test_gate_with_bisect_shows_the_culprit_table_in_its_markdown(
         files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     report = files["dir"] / "gate.md"
-    code = main(["gate", "--base", str(files["base"]), "--head", str(files["one"]), "--suite",
+    code = main(["gate", "--base", str(files["base"]), "--head", str(files["two"]), "--suite",
                  str(files["suite"]), "--db", str(files["db"]), "--quiet", "--bisect",
                  "--markdown", str(report)])
     assert code == 1

@@ -1,18 +1,22 @@
-"""The Compare page's choices and tables: two runs, or the latest runs of two config versions."""
+"""The Compare page's choices and tables: two runs, or the latest runs of two config versions;
+and, where a bisection ran both, which changed field made the head regress."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import streamlit as st
+from sqlalchemy.orm import Session
 
 from tracker.dashboard import data, runview, ui
 from tracker.dashboard.diffs import diff_frame
 from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.results import RunResult
+from tracker.store.bisections import StoredBisection, fetch_bisections
 
 TWO_RUNS, TWO_VERSIONS = "Two runs", "Two config versions"
 OUTCOMES = ("regression", "improvement", "no_change", "inconclusive")
@@ -154,3 +158,36 @@ def config_diff(base: RunResult, head: RunResult) -> pd.DataFrame:
 def environment_diff(base: RunResult, head: RunResult) -> pd.DataFrame:
     return diff_frame(compute_config_diff(base.environment, head.environment),
                       f"base #{base.run_id}", f"head #{head.run_id}")
+
+
+def query_bisections(url: str, base_id: int, head_id: int) -> list[StoredBisection]:
+    """The bisections that made both runs (the gate's base and head, or a probe and its
+    control), newest first."""
+    with Session(data.engine_for(url)) as session:
+        found = fetch_bisections(session, run_ids=[head_id])
+    return [b for b in found if {base_id, head_id} <= {run for _, _, run in b.runs}]
+
+
+load_bisections = st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False)(query_bisections)
+
+
+def culprit_frame(bisections: Sequence[StoredBisection]) -> pd.DataFrame:
+    """The culprits of the newest of ``bisections``: field(s), share of the regression and its
+    interval, on the metric it bisected."""
+    if not bisections:
+        return pd.DataFrame()
+    latest = bisections[0]
+    rows = []
+    for culprit in latest.culprits:
+        interval = culprit.get("share_interval")
+        share = culprit.get("share")
+        rows.append({
+            "field": " + ".join(culprit["fields"]),
+            "together": len(culprit["fields"]) > 1,
+            "share %": None if share is None else share * 100.0,
+            "interval %": None if interval is None
+            else f"[{interval[0] * 100:.0f}%, {interval[1] * 100:.0f}%]",
+            "metric": f"{latest.workload} {metric_label(str(latest.metric))}",
+            "bisection": f"#{latest.bisection_id} ({latest.outcome}, {len(latest.probes)} probes)",
+        })
+    return pd.DataFrame(rows)
