@@ -92,6 +92,12 @@ def test_a_spent_budget_gives_the_smallest_set_known_to_regress() -> None:
     assert found.stop_reason == "budget spent after 2 probes (--max-probes 2)"
 
 
+def test_an_empty_diff_names_no_field() -> None:
+    found = search_culprits((), _judge(_one_culprit("engine.a"), []), None)
+    assert found.outcome is BisectOutcome.NARROWED and not found.culprits
+    assert "do not differ" in found.stop_reason
+
+
 def test_a_one_field_diff_needs_no_probe() -> None:
     found = search_culprits(("engine.a",), _judge(_one_culprit("engine.a"), []), None)
     assert [c.fields for c in found.culprits] == [("engine.a",)] and not found.probes
@@ -123,6 +129,7 @@ def test_a_probe_takes_the_heads_values_of_its_fields_only(tmp_path: Path) -> No
     probe = build_probe_config(base, head, ["engine.max_num_seqs", "engine.swap_space",
                                             "engine.extra_args.disable_log_requests"], "probe 1")
     engine = probe.config.engine
+    assert probe.config.name == "bisect-sim.probe"  # not a point of the base's series
     assert (engine.max_num_seqs, engine.swap_space, engine.max_model_len) == (4, 8.0, 1024)
     assert engine.extra_args == {"disable_log_requests": True}
     back = build_probe_config(head, base, ["engine.swap_space"], "probe 2")

@@ -165,6 +165,9 @@ def compute_splits(changes: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
 def search_culprits(fields: Sequence[str], judge: Judge, head: Verdict | None) -> SearchResult:
     """Search the diff's ``fields`` (the head regresses, the base is the reference) with probes
     judged by ``judge``; the budget is the judge's to enforce (``BudgetSpent``)."""
+    if not fields:
+        return SearchResult(BisectOutcome.NARROWED, (), (), "the two configs do not differ, so "
+                            "no field can explain it: look at the target, the machine or noise")
     search = _Search(tuple(fields), judge, head, smallest=frozenset(fields))
     culprits: list[Culprit] = []
     remaining = tuple(fields)

@@ -2,11 +2,14 @@
 
 ``build_probe_config`` applies the head's values of the named diff paths to the base's canonical
 body (a path the head leaves unset is removed) and validates the result like any config, so a
-combination the schema refuses is a ``ConfigError`` naming the fields. ``ProbeRunner`` runs a
-probe in the gate's rounds (``tracker.gate.rounds``: base control and probe interleaved ABBA,
-judged sequentially) and reads the analysis' verdict of the failing row; a config refused, a
-target that fails to start or a run that does not complete make the probe unresolved, recorded
-with the reason, and the search goes on around it. It also enforces the budget.
+combination the schema refuses is a ``ConfigError`` naming the fields. A probe is named
+``NAME.probe``: its runs are stored like any run, but they are not the nightly series of the
+base's name (``tracker.jobs.watch``), where a probe's regression would read as a change point.
+``ProbeRunner`` runs a probe in the gate's rounds (``tracker.gate.rounds``: base control and
+probe interleaved ABBA, judged sequentially) and reads the analysis' verdict of the failing row;
+a config refused, a target that fails to start or a run that does not complete make the probe
+unresolved, recorded with the reason, and the search goes on around it. It also enforces the
+budget. ``run_bisection`` runs the search for a gate's result and stores it.
 
 Each probe is judged at ``1 - alpha / max_probes`` confidence (Bonferroni over the search): a
 bisection asks the analysis up to ``max_probes`` questions, and one false alarm would send the
@@ -56,6 +59,7 @@ from tracker.results import RunResult
 from tracker.store.bisections import StoredBisection, save_bisection
 
 DEFAULT_MAX_PROBES = 12
+PROBE_SUFFIX = ".probe"  # a probe config's name: the base's with this suffix
 _ABSENT = object()
 
 
@@ -111,6 +115,7 @@ def build_probe_config(base: LoadedConfig, head: LoadedConfig, fields: Sequence[
     values = _flatten(head.canonical)
     for path in fields:
         _apply(body, path, values.get(path, _ABSENT))
+    body["name"] = f"{body['name']}{PROBE_SUFFIX}"  # not a point of the base's nightly series
     config = validate_model(ServingConfig, body, Path(label), {})
     return build_loaded_config(config, label)
 
