@@ -299,3 +299,34 @@ def test_gate_bisect_refuses_stored_runs_and_a_zero_budget(
                  "--suite", str(files["suite"]), "--db", str(files["db"]),
                  "--max-probes", "0"]) == 2
     assert "--max-probes: must be >= 1 (got 0)" in capsys.readouterr().err
+
+
+def test_a_refused_probe_config_is_invalid_and_no_probe_starts_past_the_budget(
+        files: dict[str, Path]) -> None:
+    from tracker.gate.config_refs import ConfigSide
+    from tracker.gate.gating import GateDesign, GateOptions
+    from tracker.gate.probes import ProbeRunner
+    from tracker.inputs.suites import load_suite
+
+    gateway = files["dir"] / "gateway.yaml"  # kind openai needs base_url, and no simulator
+    gateway.write_text("name: bisect-sim\ntarget:\n  kind: openai\n  model: sim/test-model\n"
+                       "  base_url: http://127.0.0.1:9\n", encoding="utf-8")
+    base, head = load_config(files["base"]), load_config(gateway)
+    engine = open_store(f"sqlite:///{files['db']}")
+    clock = iter([0.0, 30.0, 61.0, 62.0]).__next__
+    try:
+        runner = ProbeRunner(engine, ConfigSide("base", base), ConfigSide("head", head),
+                             load_suite(files["suite"]), GateDesign(2), GateOptions(),
+                             ("busy", "ttft_median_s"), BisectBudget(3, max_minutes=1.0),
+                             clock=clock)
+        refused = runner(("target.kind",), 1)
+        assert refused.outcome is ProbeOutcome.INVALID and not refused.probe_run_ids
+        assert refused.reason.startswith("probe 1: target: kind 'openai' needs base_url")
+        assert runner(("target.kind", "target.simulator"), 2).outcome is ProbeOutcome.INVALID
+        with pytest.raises(BudgetSpent, match="--max-minutes 1"):
+            runner(("target.kind", "target.base_url"), 3)
+        with pytest.raises(BudgetSpent, match="--max-probes 3"):
+            runner(("target.kind",), 4)
+    finally:
+        engine.dispose()
+    assert not runner.runs  # nothing ran
