@@ -299,6 +299,10 @@ def test_gate_bisect_refuses_stored_runs_and_a_zero_budget(
                  "--suite", str(files["suite"]), "--db", str(files["db"]),
                  "--max-probes", "0"]) == 2
     assert "--max-probes: must be >= 1 (got 0)" in capsys.readouterr().err
+    assert main(["bisect", "--base", str(files["base"]), "--head", str(files["one"]),
+                 "--suite", str(files["suite"]), "--db", str(files["db"]),
+                 "--markdown", str(files["dir"] / "missing" / "b.md")]) == 2
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_a_refused_probe_config_is_invalid_and_no_probe_starts_past_the_budget(

@@ -8,7 +8,10 @@ does not regress is reported as such without a probe. The exit code is the gate'
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tracker.errors import UsageError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -45,7 +48,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from tracker.inputs.suites import load_suite
     from tracker.store.db import open_store, resolve_db_url
 
-    compute_budget(args)  # a bad budget is refused before anything runs
+    compute_budget(args)  # a bad budget or report path is refused before anything runs
+    if args.markdown and not Path(args.markdown).parent.is_dir():
+        raise UsageError(f"{args.markdown}: directory {Path(args.markdown).parent} does not "
+                         "exist")
     design, options = compute_design(args), compute_options(args)
     base = load_config_ref(args.base, args.db)
     head = load_config_ref(args.head, args.db)
