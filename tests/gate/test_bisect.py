@@ -295,6 +295,9 @@ def test_gate_bisect_refuses_stored_runs_and_a_zero_budget(
     assert main(["gate", "--db", str(files["db"]), "--base-run", "1", "--head-run", "2",
                  "--bisect"]) == 2
     assert "--bisect runs probes of configs" in capsys.readouterr().err
+    assert main(["gate", "--db", str(files["db"]), "--base-run", "1", "--head-run", "2",
+                 "--max-probes", "3"]) == 2
+    assert "the budget of --bisect" in capsys.readouterr().err
     assert main(["bisect", "--base", str(files["base"]), "--head", str(files["one"]),
                  "--suite", str(files["suite"]), "--db", str(files["db"]),
                  "--max-probes", "0"]) == 2

@@ -86,6 +86,9 @@ def _check_mode(args: argparse.Namespace) -> bool:
         raise UsageError("gate: --base, --head and --suite go together; give all three")
     if by_runs and not (args.base_run and args.head_run):
         raise UsageError("gate: give at least one --base-run and one --head-run")
+    if not args.bisect and (args.max_probes is not None or args.max_minutes is not None):
+        raise UsageError("gate: --max-probes and --max-minutes are the budget of --bisect; "
+                         "add --bisect, or leave them out")
     if by_runs and args.bisect:
         raise UsageError("gate: --bisect runs probes of configs: give --base, --head and "
                          "--suite, not stored runs")
