@@ -145,7 +145,7 @@ name: bisect-sim
 target:
   kind: sim
   model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.00002, decode_base_s: 0.002,
+  simulator: {seed: 1, prefill_s_per_token: 0.00004, decode_base_s: 0.004,
               decode_per_seq_s: 0.0002, decode_s_per_kv_gib: 0.0, run_noise: 0.0, noise: 0.0,
               gpu_memory_gib: 4, model_params_b: 1}
 engine:
