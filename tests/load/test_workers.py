@@ -1,0 +1,112 @@
+"""One plan on 1 and on 2 worker processes against the simulator over HTTP: the same requests,
+the same tokens, the same Poisson arrivals; and how the schedule is shared out."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from scipy import stats
+
+from tests.simconfigs import FAST_SIM
+from tracker.eventloop import run_async
+from tracker.inputs.configs import ServingConfig
+from tracker.inputs.suites import Workload, generate_workload_traffic
+from tracker.load.bodies import build_request_specs
+from tracker.load.generator import Endpoint, LoadGenerator, LoadOutcome
+from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.workers import WorkerPool, compute_shares
+from tracker.results import WorkloadResult
+from tracker.sim.server import ThreadedSimServer
+
+
+@pytest.fixture(scope="module")
+def sim_url() -> Iterator[str]:
+    config = ServingConfig.model_validate(yaml.safe_load(FAST_SIM))
+    with ThreadedSimServer(config) as server:
+        yield server.base_url
+
+
+def workload(**shape: Any) -> Workload:
+    return Workload.model_validate({
+        "name": "w", "prompts": {"source": "synthetic", "input_tokens": 24},
+        "max_tokens": 6, "ignore_eos": True, "warmup_requests": 2, **shape})
+
+
+def measure(url: str, w: Workload, workers: int) -> tuple[WorkloadResult, LoadOutcome]:
+    traffic = generate_workload_traffic(5, w)
+    warm, measured = build_request_specs(w, traffic, model="sim/test-model",
+                                         supports_ignore_eos=True)
+    phase = WorkloadPhases(w, 5, traffic).next_phase()
+    assert phase is not None
+    plan = build_plan(w, phase, warm, measured)
+    generator = (LoadGenerator(Endpoint(url), plan) if workers == 1
+                 else WorkerPool(Endpoint(url), plan, workers))
+    outcome = run_async(generator.run())
+    return compute_phase_result(w, phase, plan, outcome), outcome
+
+
+def passes_poisson_check(starts: list[float], rate_per_s: float) -> bool:
+    """The gaps between sends are exponential with the planned mean (KS test, and a coefficient
+    of variation near 1, as tests/load/test_shapes.py checks the planned schedule)."""
+    gaps = [b - a for a, b in itertools.pairwise(sorted(starts))]
+    cv = statistics.pstdev(gaps) / statistics.fmean(gaps)
+    p_value = stats.kstest(gaps, "expon", args=(0, 1 / rate_per_s)).pvalue
+    return bool(abs(cv - 1.0) < 0.2 and p_value > 0.01)
+
+
+def test_closed_loop_on_two_workers_sends_what_one_sends(sim_url: str) -> None:
+    w = workload(concurrency=4, num_requests=24)
+    one, _ = measure(sim_url, w, 1)
+    two, outcome = measure(sim_url, w, 2)
+    for result in (one, two):
+        assert result.summary.completed == 24 and result.summary.failed == 0
+        assert [r.index for r in result.records] == list(range(24))
+    assert two.summary.total_output_tokens == one.summary.total_output_tokens == 24 * 6
+    assert two.summary.total_input_tokens == one.summary.total_input_tokens
+    assert outcome.client is not None and outcome.client.cpu_fraction is not None
+    assert len({r.start_s for r in two.records}) == 24 and min(r.start_s for r in two.records) \
+        >= 0  # one clock origin for both processes: nothing sent before it
+
+
+def test_open_loop_on_two_workers_keeps_the_one_poisson_schedule(sim_url: str) -> None:
+    rate = 100.0
+    w = workload(request_rate=rate, num_requests=200)
+    one, _ = measure(sim_url, w, 1)
+    two, outcome = measure(sim_url, w, 2)
+    for result in (one, two):
+        assert result.summary.completed == 200
+        assert passes_poisson_check([r.start_s for r in result.records], rate)
+        late = [r.start_s - r.scheduled_start_s for r in result.records
+                if r.scheduled_start_s is not None]
+        assert len(late) == 200 and min(late) >= 0 and statistics.median(late) < 0.005
+    assert [r.scheduled_start_s for r in two.records] == \
+        [r.scheduled_start_s for r in one.records]  # planned once, dealt out
+    assert two.summary.total_output_tokens == one.summary.total_output_tokens == 200 * 6
+    assert two.summary.total_input_tokens == one.summary.total_input_tokens
+    assert outcome.client is not None and outcome.client.send_lag_p99_s is not None
+
+
+def test_a_planned_schedule_fails_the_poisson_check_when_it_is_regular() -> None:
+    assert not passes_poisson_check([i * 0.01 for i in range(200)], 100.0)  # the check can fail
+
+
+def test_concurrency_is_split_and_requests_follow_the_split() -> None:
+    shares = compute_shares(5, 2, [0, 1])
+    assert [(s.concurrency, s.cpu) for s in shares] == [(3, 0), (2, 1)]
+    closed = [list(s.indices(10, open_loop=False)) for s in shares]
+    assert closed == [[0, 1, 2, 5, 6, 7], [3, 4, 8, 9]]
+    opened = [list(s.indices(6, open_loop=True)) for s in shares]
+    assert opened == [[0, 2, 4], [1, 3, 5]]
+    assert len(compute_shares(1, 4)) == 1  # never more workers than requests in flight
+
+
+def test_a_worker_that_cannot_reach_the_server_records_failures() -> None:
+    w = workload(concurrency=2, num_requests=4, warmup_requests=0)
+    result, _ = measure("http://127.0.0.1:9", w, 2)
+    assert result.summary.completed == 0 and result.summary.failed == 4
+    assert {r.error_class for r in result.records} == {"connection_refused"}

@@ -1,0 +1,427 @@
+"""Load generation past one core: one plan, sent by several worker processes, merged into one.
+
+A worker is a process (the ``forkserver`` start method) with its own event loop, keep-alive pool
+and client-health probe, pinned to one of the CPUs the coordinator may use. The coordinator
+(``WorkerPool``) never re-plans: the plan it is given (``LoadPlan`` or ``SessionPlan``) was built
+once, and each worker gets all of it plus its share (``WorkerShare``):
+
+- closed loop: the concurrency is split (4 over 3 workers: 2, 1, 1); request ``i`` goes to the
+  worker holding slot ``i % concurrency``, so each worker's share of requests follows its share
+  of the concurrency (with a duration, each keeps starting its own indices until the end);
+- open loop (and a trace): arrival ``i`` goes to worker ``i % workers``, at its planned time,
+  so the one seeded Poisson/gamma process (or the trace) is what leaves the machine; a
+  ``max_concurrency`` cap is split like a concurrency (each worker caps its own share);
+- sessions: conversations are dealt the same way (by slot closed-loop, round-robin open-loop);
+  a conversation stays on one worker, and its records keep their plan-order indices.
+
+Clock: ``time.perf_counter`` is ``clock_gettime(CLOCK_MONOTONIC)`` on Linux, one clock for every
+process on the host, so the coordinator picks the measured phase's origin ``t0`` (a moment just
+after every worker has warmed its pool and run its warm-up) and every worker's records count
+from it. The merge (``merge_outcomes``) sorts the records by index and recomputes the duration
+and the client-health verdict from every worker's raw figures (loop lags and send lags pooled,
+the busiest worker's CPU share), so the summary and the client-health check are those of a
+single-process run. One worker is today's single-process ``LoadGenerator``: the pool is only
+used for two or more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tracker.errors import MeasurementError
+from tracker.eventloop import run_async
+from tracker.load.bodies import SessionRequests
+from tracker.load.client import WireClient
+from tracker.load.client_health import compute_client_health, count_usable_cpus
+from tracker.load.generator import (
+    Clock,
+    Endpoint,
+    LoadGenerator,
+    LoadOutcome,
+    LoadPlan,
+    ProgressCallback,
+    ScheduledJob,
+    compute_planned_rate,
+)
+from tracker.load.sessions import SessionGenerator, SessionPlan
+from tracker.results import RequestRecord
+
+START_METHOD = "forkserver"  # fork-safe (the coordinator may hold threads), cheap after the first
+START_MARGIN_S = 0.05  # t0 this far after the last worker is ready: every one is waiting by then
+PROGRESS_EVERY_S = 0.25  # a worker reports its finished requests at most this often
+STOP_TIMEOUT_S = 10.0  # a stopped worker's partial records are awaited this long
+Connection = multiprocessing.connection.Connection
+Plan = LoadPlan | SessionPlan
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerShare:
+    number: int  # 0-based
+    workers: int  # how many share the plan
+    first_slot: int  # closed loop: the worker holds slots first_slot .. first_slot + concurrency
+    concurrency: int  # its part of the plan's concurrency (closed loop) or cap (open loop)
+    total_concurrency: int
+    cpu: int | None  # the CPU it is pinned to (None: not pinned)
+
+    def holds(self, index: int, open_loop: bool) -> bool:
+        """Whether request (or conversation) ``index`` of the plan is this worker's."""
+        if open_loop:
+            return index % self.workers == self.number
+        slot = index % self.total_concurrency
+        return self.first_slot <= slot < self.first_slot + self.concurrency
+
+    def indices(self, count: int | None, open_loop: bool) -> Iterator[int]:
+        """This worker's indices among ``count`` (None: without end, for a duration)."""
+        every = itertools.count() if count is None else iter(range(count))
+        return (i for i in every if self.holds(i, open_loop))
+
+
+def compute_shares(concurrency: int, workers: int,
+                   cpus: Sequence[int] | None = None) -> tuple[WorkerShare, ...]:
+    """The plan's ``concurrency`` split over ``workers`` (never more workers than concurrency),
+    each pinned to one of ``cpus`` in turn (None: not pinned)."""
+    count = max(1, min(workers, concurrency))
+    base, extra = divmod(concurrency, count)
+    shares, first = [], 0
+    for number in range(count):
+        part = base + (1 if number < extra else 0)
+        cpu = cpus[number % len(cpus)] if cpus else None
+        shares.append(WorkerShare(number, count, first, part, concurrency, cpu))
+        first += part
+    return tuple(shares)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerJob:
+    endpoint: Endpoint
+    plan: Plan  # the whole plan, its concurrency replaced by the share's
+    share: WorkerShare
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOutcome:
+    """What one worker measured, raw, for the coordinator to merge."""
+
+    records: tuple[RequestRecord, ...]
+    complete: bool
+    cpu_fraction: float | None
+    loop_lags_s: tuple[float, ...]
+    send_lags_s: tuple[float, ...]
+    connections_opened: int
+
+
+def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, now: float,
+                   started_at: datetime, complete: bool) -> LoadOutcome:
+    """One outcome from the workers' (records by index; duration and client health as one
+    generator computes them, from every worker's figures)."""
+    records = tuple(sorted((r for o in outcomes for r in o.records), key=lambda r: r.index))
+    ends = [r.start_s + r.e2el_s for r in records if r.e2el_s is not None]
+    duration = max(ends, default=now - t0) if complete else now - t0
+    load = plan.load if isinstance(plan, SessionPlan) else plan
+    cpus = [o.cpu_fraction for o in outcomes if o.cpu_fraction is not None]
+    client = compute_client_health(
+        cpu_fraction=max(cpus, default=None),
+        loop_lags_s=[lag for o in outcomes for lag in o.loop_lags_s],
+        send_lags_s=[lag for o in outcomes for lag in o.send_lags_s],
+        open_loop=load.open_loop, planned_rate_per_s=compute_planned_rate(load.arrivals_s),
+        connections_opened=sum(o.connections_opened for o in outcomes),
+        workers=len(outcomes), cores=count_usable_cpus())
+    return LoadOutcome(records, started_at, datetime.now(UTC), max(duration, 0.0),
+                       complete and all(o.complete for o in outcomes), client)
+
+
+# --- inside a worker process ------------------------------------------------------------------
+
+
+class _Link:
+    """A worker's two pipes: ``up`` to the coordinator, ``down`` from it."""
+
+    def __init__(self, up: Connection, down: Connection, clock: Clock) -> None:
+        self.up, self.down, self.clock = up, down, clock
+        self._last_progress = 0.0
+
+    async def wait_for_start(self) -> float:
+        self.up.send(("ready",))
+        message = self.down.recv()  # blocking on purpose: nothing is being timed yet
+        if message[0] != "start":
+            raise asyncio.CancelledError
+        t0 = float(message[1])
+        while (delay := t0 - self.clock()) > 0:
+            await asyncio.sleep(delay)
+        self._listen_for_stop(asyncio.current_task())
+        return t0
+
+    def progress(self, done: int, total: int) -> None:
+        now = self.clock()
+        if done >= total or now - self._last_progress >= PROGRESS_EVERY_S:
+            self._last_progress = now
+            self.up.send(("progress", done))
+
+    def _listen_for_stop(self, task: asyncio.Task[Any] | None) -> None:
+        loop = asyncio.get_running_loop()
+
+        def listen() -> None:
+            with contextlib.suppress(EOFError, OSError):
+                if self.down.recv()[0] == "stop" and task is not None:
+                    loop.call_soon_threadsafe(task.cancel)
+
+        threading.Thread(target=listen, daemon=True).start()
+
+
+class _WorkerGenerator(LoadGenerator):
+    """The single-process generator restricted to one worker's share, started at the pool's t0."""
+
+    def __init__(self, endpoint: Endpoint, plan: LoadPlan, share: WorkerShare,
+                 link: _Link) -> None:
+        super().__init__(endpoint, plan, on_progress=link.progress)
+        self.share, self.link = share, link
+
+    async def _wait_for_start(self) -> float:
+        return await self.link.wait_for_start()
+
+    def _closed_indices(self, count: int, duration_s: float | None) -> Iterator[int]:
+        return self.share.indices(None if duration_s is not None else count, open_loop=False)
+
+    async def _schedule(self, arrivals: Sequence[float], job: ScheduledJob) -> None:
+        await _schedule_share(self, arrivals, job, super()._schedule)
+
+
+class _WorkerSessionGenerator(SessionGenerator):
+    """The session generator restricted to one worker's conversations."""
+
+    def __init__(self, endpoint: Endpoint, plan: SessionPlan, share: WorkerShare,
+                 link: _Link) -> None:
+        super().__init__(endpoint, plan, on_progress=link.progress)
+        self.share, self.link = share, link
+
+    async def _wait_for_start(self) -> float:
+        return await self.link.wait_for_start()
+
+    async def _schedule(self, arrivals: Sequence[float], job: ScheduledJob) -> None:
+        await _schedule_share(self, arrivals, job, super()._schedule)
+
+    async def _run_sessions(self, client: WireClient, sessions: Sequence[SessionRequests], *,
+                            keep: bool) -> None:
+        if not sessions:
+            return
+        starts = [0, *itertools.accumulate(s.turns for s in sessions)]
+        queue = self.share.indices(len(sessions), open_loop=False)
+
+        async def worker() -> None:
+            for number in queue:
+                await self._run_session(client, number, sessions[number], starts[number],
+                                        keep=keep)
+
+        await asyncio.gather(*(worker() for _ in range(self.share.concurrency)))
+
+
+async def _schedule_share(generator: _WorkerGenerator | _WorkerSessionGenerator,
+                          arrivals: Sequence[float], job: ScheduledJob,
+                          schedule: Callable[[Sequence[float], ScheduledJob], Any]) -> None:
+    """The generator's open-loop schedule over this worker's arrivals, under their plan indices."""
+    mine = list(generator.share.indices(len(arrivals), open_loop=True))
+
+    async def as_planned(local: int, planned: float, ready: float) -> None:
+        await job(mine[local], planned, ready)
+
+    await schedule([arrivals[i] for i in mine], as_planned)
+
+
+def _pin(cpu: int | None) -> None:
+    if cpu is not None:
+        with contextlib.suppress(AttributeError, OSError):  # not allowed here: unpinned
+            os.sched_setaffinity(0, {cpu})
+
+
+async def _run_job(job: WorkerJob, link: _Link) -> WorkerOutcome:
+    generator: LoadGenerator
+    if isinstance(job.plan, SessionPlan):
+        generator = _WorkerSessionGenerator(job.endpoint, job.plan, job.share, link)
+    else:
+        generator = _WorkerGenerator(job.endpoint, job.plan, job.share, link)
+    try:
+        await generator.run()
+        complete = True
+    except asyncio.CancelledError:
+        complete = False
+    probe = generator.probe  # stopped by run(), even when cancelled
+    summary = probe.summary(open_loop=False, planned_rate_per_s=None)
+    return WorkerOutcome(tuple(generator.records), complete, summary.cpu_fraction,
+                         tuple(probe.loop_lags_s), tuple(probe.send_lags_s),
+                         generator.connections_opened)
+
+
+def run_worker(job: WorkerJob, up: Connection, down: Connection) -> None:
+    """A worker process's body: its share of the plan, the raw outcome sent up the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator stops workers, not Ctrl-C
+    _pin(job.share.cpu)
+    try:
+        outcome = run_async(_run_job(job, _Link(up, down, time.perf_counter)))
+    except Exception as exc:  # a job boundary: the coordinator reports it as a measurement error
+        up.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    up.send(("done", outcome))
+
+
+# --- the coordinator ---------------------------------------------------------------------------
+
+
+class WorkerPool:
+    """Runs one plan on ``workers`` processes; the interface of ``LoadGenerator`` (``run``,
+    ``records`` and ``outcome`` after a cancellation)."""
+
+    def __init__(self, endpoint: Endpoint, plan: Plan, workers: int, *,
+                 clock: Clock = time.perf_counter,
+                 on_progress: ProgressCallback | None = None) -> None:
+        if workers < 2:
+            raise ValueError("a worker pool is for two or more workers; use LoadGenerator")
+        self.endpoint, self.plan, self.clock, self.on_progress = endpoint, plan, clock, on_progress
+        cpus = sorted(_usable_cpus())
+        self.shares = compute_shares(plan.concurrency, workers, cpus if len(cpus) > 1 else None)
+        self.t0: float | None = None
+        self.started_at: datetime | None = None
+        self._outcomes: dict[int, WorkerOutcome] = {}
+        self._done = [0] * len(self.shares)
+
+    @property
+    def workers(self) -> int:
+        return len(self.shares)
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        return [r for o in self._outcomes.values() for r in o.records]
+
+    def outcome(self, *, complete: bool) -> LoadOutcome:
+        now = self.clock()
+        return merge_outcomes(list(self._outcomes.values()), self.plan,
+                              t0=self.t0 if self.t0 is not None else now, now=now,
+                              started_at=self.started_at or datetime.now(UTC), complete=complete)
+
+    async def run(self) -> LoadOutcome:
+        context = multiprocessing.get_context(START_METHOD)
+        if START_METHOD == "forkserver":
+            context.set_forkserver_preload([__name__])
+        links = [(*context.Pipe(duplex=False), *context.Pipe(duplex=False))
+                 for _ in self.shares]  # (up reader, up writer, down reader, down writer)
+        processes = [context.Process(  # type: ignore[attr-defined]
+            target=run_worker, name=f"tracker-load-worker-{share.number}", daemon=True,
+            args=(self._job(share), up_w, down_r))
+            for share, (_, up_w, down_r, _) in zip(self.shares, links, strict=True)]
+        with ThreadPoolExecutor(len(self.shares), thread_name_prefix="load-worker-pipe") as pipes:
+            try:
+                for process in processes:
+                    process.start()
+                for _, up_w, down_r, _ in links:
+                    up_w.close()
+                    down_r.close()
+                await self._run(pipes, [(up_r, down_w) for up_r, _, _, down_w in links],
+                                processes)
+            except asyncio.CancelledError:
+                await self._stop(pipes, links, processes)
+                raise
+            finally:
+                for *_, down_w in links:  # a worker still waiting (another one failed) ends
+                    with contextlib.suppress(OSError, ValueError):
+                        down_w.send(("stop",))
+                _reap(processes)
+        return self.outcome(complete=True)
+
+    def _job(self, share: WorkerShare) -> WorkerJob:
+        plan: Plan
+        if isinstance(self.plan, SessionPlan):
+            plan = replace(self.plan, load=replace(self.plan.load, concurrency=share.concurrency))
+        else:
+            plan = replace(self.plan, concurrency=share.concurrency)
+        return WorkerJob(self.endpoint, plan, share)
+
+    async def _run(self, pipes: ThreadPoolExecutor, links: list[tuple[Connection, Connection]],
+                   processes: list[Any]) -> None:
+        loop = asyncio.get_running_loop()
+
+        async def until(number: int, kind: str) -> Any:
+            up = links[number][0]
+            while True:
+                try:
+                    message = await loop.run_in_executor(pipes, up.recv)
+                except (EOFError, OSError):
+                    code = processes[number].exitcode
+                    raise MeasurementError(
+                        f"load worker {number} ended without a result (exit code {code}); "
+                        "run with --workers 1 to see the error in this process") from None
+                if message[0] == "failed":
+                    raise MeasurementError(f"load worker {number} failed: {message[1]}")
+                if message[0] == "progress":
+                    self._progress(number, int(message[1]))
+                if message[0] == kind:
+                    return message[1] if len(message) > 1 else None
+
+        await asyncio.gather(*(until(share.number, "ready") for share in self.shares))
+        self.t0 = self.clock() + START_MARGIN_S
+        self.started_at = datetime.now(UTC) + timedelta(seconds=START_MARGIN_S)
+        for _, down in links:
+            down.send(("start", self.t0))
+        async def finish(number: int) -> None:
+            outcome: WorkerOutcome = await until(number, "done")
+            self._outcomes[number] = outcome
+            self._progress(number, len(outcome.records))
+
+        await asyncio.gather(*(finish(share.number) for share in self.shares))
+
+    async def _stop(self, pipes: ThreadPoolExecutor, links: list[tuple[Any, ...]],
+                    processes: list[Any]) -> None:
+        """Cancelled: every worker stops and sends what it measured (kept for ``outcome``)."""
+        loop = asyncio.get_running_loop()
+        for *_, down_w in links:
+            with contextlib.suppress(OSError, ValueError):
+                down_w.send(("stop",))
+        for number, (up_r, *_) in enumerate(links):
+            def collect(up: Connection = up_r) -> WorkerOutcome | None:
+                deadline = time.monotonic() + STOP_TIMEOUT_S
+                while up.poll(max(deadline - time.monotonic(), 0)):
+                    message = up.recv()
+                    if message[0] == "done":
+                        return message[1]  # type: ignore[no-any-return]
+                    if message[0] == "failed":
+                        return None
+                return None
+
+            with contextlib.suppress(EOFError, OSError):
+                outcome = await asyncio.shield(loop.run_in_executor(pipes, collect))
+                if outcome is not None:
+                    self._outcomes[number] = outcome
+
+    def _progress(self, number: int, done: int) -> None:
+        self._done[number] = done
+        if self.on_progress is not None:
+            total = sum(self._done)
+            self.on_progress(total, max(self.plan.planned_requests, total))
+
+
+def _usable_cpus() -> set[int]:
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return set()
+
+
+def _reap(processes: Sequence[Any]) -> None:
+    for process in processes:
+        if process.pid is None:
+            continue
+        process.join(timeout=STOP_TIMEOUT_S)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=2)
