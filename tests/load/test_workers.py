@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from scipy import stats
+from scipy import stats  # type: ignore[import-untyped]
 
 from tests.simconfigs import FAST_SIM
 from tracker.eventloop import run_async

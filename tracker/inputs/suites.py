@@ -23,6 +23,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    field_validator,
     model_validator,
 )
 
@@ -180,6 +181,17 @@ class Suite(_Strict):
     workloads: list[Workload] = Field(min_length=1)
     quality: QualityBlock | None = None
     telemetry: TelemetryBlock | None = None
+    workers: int | Literal["auto"] = 1  # load-generator processes (tracker.load.workers);
+    # how the load is sent, not what: outside the suite's version, in the run's environment
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: object) -> object:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)
+                               and value >= 1):
+            return value
+        raise ValueError("must be a whole number of load-generator processes, 1 or more, or "
+                         "auto (more processes when one turns out client-bound)")
 
     @model_validator(mode="after")
     def _unique_names(self) -> Suite:
@@ -327,7 +339,8 @@ def _update_rich(digest: Any, traffic: WorkloadTraffic) -> None:
 
 
 def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = None) -> LoadedSuite:
-    canonical = suite.model_dump(mode="json", exclude_defaults=True, exclude={"description"})
+    canonical = suite.model_dump(mode="json", exclude_defaults=True,
+                                 exclude={"description", "workers"})
     canonical["name"] = suite.name
     traffic: dict[str, WorkloadTraffic] = {}
     files: dict[str, str] = {}

@@ -57,7 +57,7 @@ from tracker.load.generator import (
     compute_planned_rate,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.results import RequestRecord
+from tracker.results import RequestRecord, WorkloadResult
 
 START_METHOD = "forkserver"  # fork-safe (the coordinator may hold threads), cheap after the first
 START_MARGIN_S = 0.05  # t0 this far after the last worker is ready: every one is waiting by then
@@ -141,6 +141,20 @@ def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, 
         workers=len(outcomes), cores=count_usable_cpus())
     return LoadOutcome(records, started_at, datetime.now(UTC), max(duration, 0.0),
                        complete and all(o.complete for o in outcomes), client)
+
+
+def with_workers(result: WorkloadResult, workers: int) -> WorkloadResult:
+    """The result with the processes that sent its load in ``params["load"]["workers"]`` (one
+    process, today's generator, leaves the result as it was)."""
+    if workers < 2:
+        return result
+    load = {**(result.params.get("load") or {}), "workers": workers}
+    return replace(result, params={**result.params, "load": load})
+
+
+def result_workers(result: WorkloadResult) -> int:
+    """The processes that sent a result's load (1 where it does not say)."""
+    return int((result.params.get("load") or {}).get("workers", 1))
 
 
 # --- inside a worker process ------------------------------------------------------------------
