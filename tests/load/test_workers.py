@@ -12,13 +12,20 @@ import pytest
 import yaml
 from scipy import stats  # type: ignore[import-untyped]
 
+from tests.load.test_sessions import sessions
 from tests.simconfigs import FAST_SIM
 from tracker.eventloop import run_async
 from tracker.inputs.configs import ServingConfig
 from tracker.inputs.suites import Workload, generate_workload_traffic
-from tracker.load.bodies import build_request_specs
+from tracker.load.bodies import build_request_specs, build_session_requests
 from tracker.load.generator import Endpoint, LoadGenerator, LoadOutcome
-from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.phases import (
+    WorkloadPhases,
+    build_plan,
+    build_session_plan,
+    compute_phase_result,
+)
+from tracker.load.sessions import SessionGenerator
 from tracker.load.workers import WorkerPool, compute_shares
 from tracker.results import WorkloadResult
 from tracker.sim.server import ThreadedSimServer
@@ -110,3 +117,35 @@ def test_a_worker_that_cannot_reach_the_server_records_failures() -> None:
     result, _ = measure("http://127.0.0.1:9", w, 2)
     assert result.summary.completed == 0 and result.summary.failed == 4
     assert {r.error_class for r in result.records} == {"connection_refused"}
+
+
+def measure_sessions(url: str, w: Workload, workers: int) -> WorkloadResult:
+    traffic = sessions(5, turns=3, history="recorded")
+    warm, measured = build_session_requests(w, traffic, model="sim/test-model",
+                                            supports_ignore_eos=True)
+    phase = WorkloadPhases(w, 5, traffic).next_phase()
+    assert phase is not None
+    plan = build_session_plan(w, phase, warm, measured, think_time_s=0.0)
+    generator = (SessionGenerator(Endpoint(url), plan) if workers == 1
+                 else WorkerPool(Endpoint(url), plan, workers))
+    return compute_phase_result(w, phase, plan, run_async(generator.run()))
+
+
+@pytest.mark.parametrize("shape", [{"concurrency": 3}, {"request_rate": 50.0}])
+def test_sessions_on_two_workers_keep_their_turns_in_order(sim_url: str,
+                                                           shape: dict[str, Any]) -> None:
+    w = Workload.model_validate({"name": "chat", "prompts": {"source": "fixed", "text": "x"},
+                                 "max_tokens": 4, "ignore_eos": True, "num_requests": 5,
+                                 **shape})
+    one, two = measure_sessions(sim_url, w, 1), measure_sessions(sim_url, w, 2)
+    for result in (one, two):
+        assert result.summary.completed == 15 and result.summary.failed == 0
+        for session in range(5):
+            turns = [r for r in result.records if r.session == session]
+            assert [r.turn for r in turns] == [1, 2, 3]
+            assert all(a.start_s + (a.e2el_s or 0) <= b.start_s
+                       for a, b in itertools.pairwise(turns))  # one after another
+    assert [(r.index, r.session, r.turn) for r in two.records] == \
+        [(r.index, r.session, r.turn) for r in one.records]
+    assert two.summary.total_input_tokens == one.summary.total_input_tokens
+    assert two.summary.total_output_tokens == one.summary.total_output_tokens == 15 * 4
