@@ -4,8 +4,17 @@ the same tokens, the same Poisson arrivals; and how the schedule is shared out."
 from __future__ import annotations
 
 import itertools
+import os
+import pickle
+import shutil
 import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +35,14 @@ from tracker.load.phases import (
     compute_phase_result,
 )
 from tracker.load.sessions import SessionGenerator
-from tracker.load.workers import WorkerPool, compute_shares
+from tracker.load.workers import (
+    WorkerOutcome,
+    WorkerPool,
+    build_job,
+    compute_shares,
+    merge_outcomes,
+    save_host_job,
+)
 from tracker.results import WorkloadResult
 from tracker.sim.server import ThreadedSimServer
 
@@ -149,3 +165,85 @@ def test_sessions_on_two_workers_keep_their_turns_in_order(sim_url: str,
         [(r.index, r.session, r.turn) for r in one.records]
     assert two.summary.total_input_tokens == one.summary.total_input_tokens
     assert two.summary.total_output_tokens == one.summary.total_output_tokens == 15 * 4
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=10)
+
+
+@pytest.fixture
+def two_hosts() -> Iterator[list[tuple[str, str, str]]]:
+    """Two network namespaces, each joined to this one by a veth pair: (namespace, the
+    simulator's address as seen from it, this side's interface). Deleted afterwards."""
+    if shutil.which("ip") is None or os.geteuid() != 0:
+        pytest.skip("network namespaces need root and iproute2's ip")
+    tag, net = f"tk{os.getpid() % 100000}", os.getpid() % 250
+    made: list[str] = []
+    hosts = []
+    try:
+        for i, side in enumerate("ab"):
+            ns, here, there = f"{tag}{side}", f"{tag}{side}r", f"{tag}{side}n"
+            try:
+                _ip("netns", "add", ns)
+            except subprocess.CalledProcessError as exc:
+                pytest.skip(f"ip netns add {ns}: {exc.stderr.strip()}")
+            made.append(ns)
+            _ip("link", "add", here, "type", "veth", "peer", "name", there)
+            _ip("link", "set", there, "netns", ns)
+            _ip("addr", "add", f"10.231.{net}.{4 * i + 1}/30", "dev", here)
+            _ip("link", "set", here, "up")
+            _ip("-n", ns, "addr", "add", f"10.231.{net}.{4 * i + 2}/30", "dev", there)
+            _ip("-n", ns, "link", "set", there, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            hosts.append((ns, f"10.231.{net}.{4 * i + 1}", here))
+        yield hosts
+    finally:
+        for ns in made:  # deleting a namespace deletes its veth pair
+            subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
+
+
+def _received_bytes(interface: str) -> int:
+    return int(Path(f"/sys/class/net/{interface}/statistics/rx_bytes").read_text())
+
+
+def test_two_load_hosts_in_network_namespaces_drive_one_simulator(
+    two_hosts: list[tuple[str, str, str]], tmp_path: Path
+) -> None:
+    """docs/multihost.md built small: each namespace is a load host with its share of one
+    planned open loop; their raw outcomes are merged into one result."""
+    config = ServingConfig.model_validate(yaml.safe_load(FAST_SIM))
+    w = workload(request_rate=100.0, num_requests=60, warmup_requests=0)
+    traffic = generate_workload_traffic(5, w)
+    warm, measured = build_request_specs(w, traffic, model="sim/test-model",
+                                         supports_ignore_eos=True)
+    phase = WorkloadPhases(w, 5, traffic).next_phase()
+    assert phase is not None
+    plan = build_plan(w, phase, warm, measured)
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    script = ("import sys; from tracker.load.workers import run_host_share; "
+              "run_host_share(sys.argv[1], float(sys.argv[2]), sys.argv[3])")
+    with ThreadedSimServer(config, host="0.0.0.0") as server:  # on both veths
+        port = urllib.parse.urlsplit(server.base_url).port
+        before = [_received_bytes(here) for _, _, here in two_hosts]
+        t0 = time.perf_counter() + 2.0  # one clock: namespaces do not separate CLOCK_MONOTONIC
+        started_at = datetime.now(UTC)
+        hosts = []
+        for share, (ns, address, _) in zip(compute_shares(plan.concurrency, 2), two_hosts,
+                                           strict=True):
+            job, out = tmp_path / f"{ns}.job", tmp_path / f"{ns}.out"
+            save_host_job(build_job(Endpoint(f"http://{address}:{port}"), plan, share), str(job))
+            hosts.append((subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c",
+                                            script, str(job), str(t0), str(out)], env=env), out))
+        for process, _ in hosts:
+            assert process.wait(timeout=60) == 0
+        after = [_received_bytes(here) for _, _, here in two_hosts]
+    outcomes: list[WorkerOutcome] = [pickle.loads(out.read_bytes()) for _, out in hosts]
+    assert [r.index % 2 for r in outcomes[1].records] == [1] * 30  # round-robin shares
+    merged = merge_outcomes(outcomes, plan, t0=t0, now=time.perf_counter(),
+                            started_at=started_at, complete=True)
+    assert [r.index for r in merged.records] == list(range(60))
+    assert all(r.ok for r in merged.records)
+    assert [r.scheduled_start_s for r in merged.records] == list(plan.arrivals_s or ())
+    assert sum(r.output_tokens or 0 for r in merged.records) == 60 * 6
+    assert all(b - a > 30 * 200 for a, b in zip(before, after, strict=True))  # over each veth

@@ -32,6 +32,7 @@ import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import signal
 import threading
 import time
@@ -109,6 +110,15 @@ class WorkerJob:
     endpoint: Endpoint
     plan: Plan  # the whole plan, its concurrency replaced by the share's
     share: WorkerShare
+
+
+def build_job(endpoint: Endpoint, plan: Plan, share: WorkerShare) -> WorkerJob:
+    """The whole plan for one worker, with its share of the concurrency."""
+    if isinstance(plan, SessionPlan):
+        return WorkerJob(endpoint, replace(plan, load=replace(plan.load,
+                                                              concurrency=share.concurrency)),
+                         share)
+    return WorkerJob(endpoint, replace(plan, concurrency=share.concurrency), share)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +205,29 @@ class _Link:
         threading.Thread(target=listen, daemon=True).start()
 
 
+class _FixedStart:
+    """A load host's start (docs/multihost.md): ``t0`` agreed beforehand on this host's clock."""
+
+    def __init__(self, t0: float, clock: Clock) -> None:
+        self.t0, self.clock = t0, clock
+
+    async def wait_for_start(self) -> float:
+        while (delay := self.t0 - self.clock()) > 0:
+            await asyncio.sleep(delay)
+        return self.t0
+
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+
+Start = _Link | _FixedStart
+
+
 class _WorkerGenerator(LoadGenerator):
     """The single-process generator restricted to one worker's share, started at the pool's t0."""
 
     def __init__(self, endpoint: Endpoint, plan: LoadPlan, share: WorkerShare,
-                 link: _Link) -> None:
+                 link: Start) -> None:
         super().__init__(endpoint, plan, on_progress=link.progress)
         self.share, self.link = share, link
 
@@ -217,7 +245,7 @@ class _WorkerSessionGenerator(SessionGenerator):
     """The session generator restricted to one worker's conversations."""
 
     def __init__(self, endpoint: Endpoint, plan: SessionPlan, share: WorkerShare,
-                 link: _Link) -> None:
+                 link: Start) -> None:
         super().__init__(endpoint, plan, on_progress=link.progress)
         self.share, self.link = share, link
 
@@ -260,7 +288,7 @@ def _pin(cpu: int | None) -> None:
             os.sched_setaffinity(0, {cpu})
 
 
-async def _run_job(job: WorkerJob, link: _Link) -> WorkerOutcome:
+async def _run_job(job: WorkerJob, link: Start) -> WorkerOutcome:
     generator: LoadGenerator
     if isinstance(job.plan, SessionPlan):
         generator = _WorkerSessionGenerator(job.endpoint, job.plan, job.share, link)
@@ -288,6 +316,27 @@ def run_worker(job: WorkerJob, up: Connection, down: Connection) -> None:
         up.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
     up.send(("done", outcome))
+
+
+def save_host_job(job: WorkerJob, path: str) -> None:
+    """A load host's share to a file, without the endpoint's headers (they may hold a key: the
+    host adds its own, ``run_host_share(headers=...)``)."""
+    with open(path, "wb") as handle:
+        pickle.dump(replace(job, endpoint=Endpoint(job.endpoint.base_url)), handle)
+
+
+def run_host_share(job_path: str, t0: float, outcome_path: str,
+                   headers: dict[str, str] | None = None) -> None:
+    """One load host's share (``save_host_job``), started at ``t0`` on this host's monotonic
+    clock, its raw outcome pickled to ``outcome_path`` for the merge. What a host runs in
+    docs/multihost.md; tests/load/test_workers.py runs two in network namespaces."""
+    with open(job_path, "rb") as handle:
+        job: WorkerJob = pickle.load(handle)  # a file of the coordinator's, not outside input
+    if headers:
+        job = replace(job, endpoint=Endpoint(job.endpoint.base_url, headers))
+    outcome = run_async(_run_job(job, _FixedStart(t0, time.perf_counter)))
+    with open(outcome_path, "wb") as handle:
+        pickle.dump(outcome, handle)
 
 
 # --- the coordinator ---------------------------------------------------------------------------
@@ -332,7 +381,7 @@ class WorkerPool:
                  for _ in self.shares]  # (up reader, up writer, down reader, down writer)
         processes = [context.Process(  # type: ignore[attr-defined]
             target=run_worker, name=f"tracker-load-worker-{share.number}", daemon=True,
-            args=(self._job(share), up_w, down_r))
+            args=(build_job(self.endpoint, self.plan, share), up_w, down_r))
             for share, (_, up_w, down_r, _) in zip(self.shares, links, strict=True)]
         with ThreadPoolExecutor(len(self.shares), thread_name_prefix="load-worker-pipe") as pipes:
             try:
@@ -352,14 +401,6 @@ class WorkerPool:
                         down_w.send(("stop",))
                 _reap(processes)
         return self.outcome(complete=True)
-
-    def _job(self, share: WorkerShare) -> WorkerJob:
-        plan: Plan
-        if isinstance(self.plan, SessionPlan):
-            plan = replace(self.plan, load=replace(self.plan.load, concurrency=share.concurrency))
-        else:
-            plan = replace(self.plan, concurrency=share.concurrency)
-        return WorkerJob(self.endpoint, plan, share)
 
     async def _run(self, pipes: ThreadPoolExecutor, links: list[tuple[Connection, Connection]],
                    processes: list[Any]) -> None:
