@@ -198,7 +198,8 @@ class _Link:
         loop = asyncio.get_running_loop()
 
         def listen() -> None:
-            with contextlib.suppress(EOFError, OSError):
+            # RuntimeError: the stop came after the run ended and its loop closed (nothing to do)
+            with contextlib.suppress(EOFError, OSError, RuntimeError):
                 if self.down.recv()[0] == "stop" and task is not None:
                     loop.call_soon_threadsafe(task.cancel)
 
