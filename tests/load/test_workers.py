@@ -3,7 +3,9 @@ the same tokens, the same Poisson arrivals; and how the schedule is shared out."
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import multiprocessing
 import os
 import pickle
 import re
@@ -22,13 +24,16 @@ import pytest
 import yaml
 from scipy import stats  # type: ignore[import-untyped]
 
+from tests.load.test_generator import spec
 from tests.load.test_sessions import sessions
+from tests.scripted_server import ServerFactory, token_stream
 from tests.simconfigs import FAST_SIM
+from tracker.errors import ConfigError, MeasurementError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import ServingConfig
 from tracker.inputs.suites import Workload, generate_workload_traffic
 from tracker.load.bodies import build_request_specs, build_session_requests
-from tracker.load.generator import Endpoint, LoadGenerator, LoadOutcome
+from tracker.load.generator import Endpoint, LoadGenerator, LoadOutcome, LoadPlan
 from tracker.load.phases import (
     WorkloadPhases,
     build_plan,
@@ -278,3 +283,44 @@ def test_two_load_hosts_in_network_namespaces_drive_one_simulator(
     assert [r.scheduled_start_s for r in merged.records] == list(plan.arrivals_s or ())
     assert sum(r.output_tokens or 0 for r in merged.records) == 60 * 6
     assert all(b - a > 30 * 200 for a, b in zip(before, after, strict=True))  # over each veth
+
+
+async def test_an_interrupted_pool_keeps_what_each_worker_measured(
+    scripted: ServerFactory,
+) -> None:
+    server = await scripted(lambda i, b: token_stream(2, ttft_s=0.05, itl_s=0.0))
+    plan = LoadPlan("/v1/chat/completions", [], [spec()] * 200, concurrency=4)
+    pool = WorkerPool(Endpoint(server.url), plan, 2)
+    task = asyncio.get_running_loop().create_task(pool.run())
+    while sum(pool._done) < 8:  # both workers are sending (their progress has come back)
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    outcome = pool.outcome(complete=False)
+    assert 8 <= len(outcome.records) < 200 and not outcome.complete
+    assert all(r.ok for r in outcome.records)
+    assert {r.index % 4 < 2 for r in outcome.records} == {True, False}  # from both workers
+    assert not multiprocessing.active_children()  # every worker process was reaped
+
+
+async def test_a_workers_error_reaches_the_user_as_one_process_would_raise_it() -> None:
+    plan = LoadPlan("/v1/chat/completions", [], [spec()] * 4, concurrency=2)
+    with pytest.raises(ConfigError, match=r"base URL 'ftp://127.0.0.1:9'"):
+        await LoadGenerator(Endpoint("ftp://127.0.0.1:9"), plan).run()
+    with pytest.raises(ConfigError, match=r"base URL 'ftp://127.0.0.1:9'"):
+        await WorkerPool(Endpoint("ftp://127.0.0.1:9"), plan, 2).run()
+    assert not multiprocessing.active_children()
+
+
+async def test_a_worker_that_dies_is_a_measurement_error_naming_it() -> None:
+    plan = LoadPlan("/v1/chat/completions", [], [spec()] * 4, concurrency=2)
+    pool = WorkerPool(Endpoint("http://127.0.0.1:9"), plan, 2)
+    channels = pool._start_workers()
+    channels[1].process.kill()
+    with pytest.raises(MeasurementError, match=r"load worker 1 ended without a result \(exit "
+                                               r"code -9\)"):
+        await pool._run(channels)
+    for channel in channels:
+        channel.send("stop")
+        channel.process.join(timeout=10)

@@ -37,12 +37,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tracker.errors import MeasurementError
+from tracker.errors import MeasurementError, TrackerError
 from tracker.eventloop import run_async
 from tracker.load.bodies import SessionRequests
 from tracker.load.client import WireClient
@@ -313,8 +312,11 @@ def run_worker(job: WorkerJob, up: Connection, down: Connection) -> None:
     _pin(job.share.cpu)
     try:
         outcome = run_async(_run_job(job, _Link(up, down, time.perf_counter)))
+    except TrackerError as exc:  # the user's to fix (a bad URL): raised again by the coordinator
+        up.send(("failed", f"{type(exc).__name__}: {exc}", exc))
+        return
     except Exception as exc:  # a job boundary: the coordinator reports it as a measurement error
-        up.send(("failed", f"{type(exc).__name__}: {exc}"))
+        up.send(("failed", f"{type(exc).__name__}: {exc}", None))
         return
     up.send(("done", outcome))
 
@@ -341,6 +343,59 @@ def run_host_share(job_path: str, t0: float, outcome_path: str,
 
 
 # --- the coordinator ---------------------------------------------------------------------------
+
+
+class _Channel:
+    """The coordinator's end of one worker: its process, its pipes, and a thread that moves
+    every message it sends onto the event loop (a queue), so the loop never blocks on a pipe."""
+
+    def __init__(self, number: int, process: Any, up: Connection, down: Connection) -> None:
+        self.number, self.process, self.up, self.down = number, process, up, down
+        self.messages: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+
+    def start_reading(self) -> None:
+        threading.Thread(target=self._pump, name=f"load-worker-{self.number}-pipe",
+                         daemon=True).start()
+
+    def send(self, *message: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):  # the worker is gone: nothing to tell
+            self.down.send(message)
+
+    async def until(self, kind: str, on_progress: Callable[[int, int], None]) -> Any:
+        """The payload of the worker's next ``kind`` message (progress passed on meanwhile)."""
+        while True:
+            message = await self.messages.get()
+            if message[0] == "lost":
+                code = await asyncio.to_thread(self._exit_code)
+                raise MeasurementError(
+                    f"load worker {self.number} ended without a result (exit code {code}); run "
+                    "with --workers 1 to see the error in this process")
+            if message[0] == "failed" and isinstance(message[2], TrackerError):
+                raise message[2]
+            if message[0] == "failed":
+                raise MeasurementError(f"load worker {self.number} failed: {message[1]}")
+            if message[0] == "progress":
+                on_progress(self.number, int(message[1]))
+            if message[0] == kind:
+                return message[1] if len(message) > 1 else None
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                message = self.up.recv()
+            except (EOFError, OSError):
+                message = ("lost",)
+            try:
+                self._loop.call_soon_threadsafe(self.messages.put_nowait, message)
+            except RuntimeError:  # the coordinator's loop is closed: nobody is listening
+                return
+            if message[0] in ("done", "failed", "lost"):
+                return
+
+    def _exit_code(self) -> int | None:
+        self.process.join(timeout=2)
+        return self.process.exitcode  # type: ignore[no-any-return]
 
 
 class WorkerPool:
@@ -375,89 +430,63 @@ class WorkerPool:
                               started_at=self.started_at or datetime.now(UTC), complete=complete)
 
     async def run(self) -> LoadOutcome:
+        channels = self._start_workers()
+        try:
+            await self._run(channels)
+        except asyncio.CancelledError:
+            await self._stop(channels)
+            raise
+        finally:
+            for channel in channels:  # a worker still waiting (another one failed) ends
+                channel.send("stop")
+            await asyncio.to_thread(_reap, [c.process for c in channels])
+        return self.outcome(complete=True)
+
+    def _start_workers(self) -> list[_Channel]:
         context = multiprocessing.get_context(START_METHOD)
         if START_METHOD == "forkserver":
             context.set_forkserver_preload([__name__])
-        links = [(*context.Pipe(duplex=False), *context.Pipe(duplex=False))
-                 for _ in self.shares]  # (up reader, up writer, down reader, down writer)
-        processes = [context.Process(  # type: ignore[attr-defined]
-            target=run_worker, name=f"tracker-load-worker-{share.number}", daemon=True,
-            args=(build_job(self.endpoint, self.plan, share), up_w, down_r))
-            for share, (_, up_w, down_r, _) in zip(self.shares, links, strict=True)]
-        with ThreadPoolExecutor(len(self.shares), thread_name_prefix="load-worker-pipe") as pipes:
-            try:
-                for process in processes:
-                    process.start()
-                for _, up_w, down_r, _ in links:
-                    up_w.close()
-                    down_r.close()
-                await self._run(pipes, [(up_r, down_w) for up_r, _, _, down_w in links],
-                                processes)
-            except asyncio.CancelledError:
-                await self._stop(pipes, links, processes)
-                raise
-            finally:
-                for *_, down_w in links:  # a worker still waiting (another one failed) ends
-                    with contextlib.suppress(OSError, ValueError):
-                        down_w.send(("stop",))
-                _reap(processes)
-        return self.outcome(complete=True)
+        channels = []
+        for share in self.shares:
+            up_r, up_w = context.Pipe(duplex=False)
+            down_r, down_w = context.Pipe(duplex=False)
+            process = context.Process(  # type: ignore[attr-defined]
+                target=run_worker, name=f"tracker-load-worker-{share.number}", daemon=True,
+                args=(build_job(self.endpoint, self.plan, share), up_w, down_r))
+            process.start()
+            up_w.close()  # the worker's ends: closed here, so a dead worker reads as EOF
+            down_r.close()
+            channel = _Channel(share.number, process, up_r, down_w)
+            channel.start_reading()
+            channels.append(channel)
+        return channels
 
-    async def _run(self, pipes: ThreadPoolExecutor, links: list[tuple[Connection, Connection]],
-                   processes: list[Any]) -> None:
-        loop = asyncio.get_running_loop()
-
-        async def until(number: int, kind: str) -> Any:
-            up = links[number][0]
-            while True:
-                try:
-                    message = await loop.run_in_executor(pipes, up.recv)
-                except (EOFError, OSError):
-                    code = processes[number].exitcode
-                    raise MeasurementError(
-                        f"load worker {number} ended without a result (exit code {code}); "
-                        "run with --workers 1 to see the error in this process") from None
-                if message[0] == "failed":
-                    raise MeasurementError(f"load worker {number} failed: {message[1]}")
-                if message[0] == "progress":
-                    self._progress(number, int(message[1]))
-                if message[0] == kind:
-                    return message[1] if len(message) > 1 else None
-
-        await asyncio.gather(*(until(share.number, "ready") for share in self.shares))
+    async def _run(self, channels: list[_Channel]) -> None:
+        await asyncio.gather(*(c.until("ready", self._progress) for c in channels))
         self.t0 = self.clock() + START_MARGIN_S
         self.started_at = datetime.now(UTC) + timedelta(seconds=START_MARGIN_S)
-        for _, down in links:
-            down.send(("start", self.t0))
-        async def finish(number: int) -> None:
-            outcome: WorkerOutcome = await until(number, "done")
-            self._outcomes[number] = outcome
-            self._progress(number, len(outcome.records))
+        for channel in channels:
+            channel.send("start", self.t0)
 
-        await asyncio.gather(*(finish(share.number) for share in self.shares))
+        async def finish(channel: _Channel) -> None:
+            outcome: WorkerOutcome = await channel.until("done", self._progress)
+            self._outcomes[channel.number] = outcome
+            self._progress(channel.number, len(outcome.records))
 
-    async def _stop(self, pipes: ThreadPoolExecutor, links: list[tuple[Any, ...]],
-                    processes: list[Any]) -> None:
+        await asyncio.gather(*(finish(c) for c in channels))
+
+    async def _stop(self, channels: list[_Channel]) -> None:
         """Cancelled: every worker stops and sends what it measured (kept for ``outcome``)."""
-        loop = asyncio.get_running_loop()
-        for *_, down_w in links:
-            with contextlib.suppress(OSError, ValueError):
-                down_w.send(("stop",))
-        for number, (up_r, *_) in enumerate(links):
-            def collect(up: Connection = up_r) -> WorkerOutcome | None:
-                deadline = time.monotonic() + STOP_TIMEOUT_S
-                while up.poll(max(deadline - time.monotonic(), 0)):
-                    message = up.recv()
-                    if message[0] == "done":
-                        return message[1]  # type: ignore[no-any-return]
-                    if message[0] == "failed":
-                        return None
-                return None
+        for channel in channels:
+            channel.send("stop")
 
-            with contextlib.suppress(EOFError, OSError):
-                outcome = await asyncio.shield(loop.run_in_executor(pipes, collect))
-                if outcome is not None:
-                    self._outcomes[number] = outcome
+        async def collect(channel: _Channel) -> None:
+            with contextlib.suppress(MeasurementError, TimeoutError):
+                outcome = await asyncio.wait_for(channel.until("done", self._progress),
+                                                 STOP_TIMEOUT_S)
+                self._outcomes[channel.number] = outcome
+
+        await asyncio.gather(*(collect(c) for c in channels if c.number not in self._outcomes))
 
     def _progress(self, number: int, done: int) -> None:
         self._done[number] = done
