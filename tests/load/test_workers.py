@@ -42,14 +42,8 @@ from tracker.load.phases import (
 )
 from tracker.load.sessions import SessionGenerator
 from tracker.load.shapes import compute_arrivals
-from tracker.load.workers import (
-    WorkerOutcome,
-    WorkerPool,
-    build_job,
-    compute_shares,
-    merge_outcomes,
-    save_host_job,
-)
+from tracker.load.shares import WorkerOutcome, build_job, compute_shares, merge_outcomes
+from tracker.load.workers import WorkerPool, save_host_job
 from tracker.results import WorkloadResult
 from tracker.sim.server import ThreadedSimServer
 

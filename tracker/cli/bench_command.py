@@ -43,8 +43,9 @@ from tracker.inputs.traffic import describe_fallback
 from tracker.load.bodies import build_request_specs
 from tracker.load.generator import Endpoint, LoadGenerator
 from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.shares import with_workers
 from tracker.load.slo import parse_goodput
-from tracker.load.workers import WorkerPool, with_workers
+from tracker.load.workers import WorkerPool
 from tracker.reports.bench_report import render_bench_text
 from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json

@@ -1,27 +1,15 @@
-"""Load generation past one core: one plan, sent by several worker processes, merged into one.
+"""Load generation past one core: one plan sent by several worker processes, merged into one.
 
-A worker is a process (the ``forkserver`` start method) with its own event loop, keep-alive pool
-and client-health probe, pinned to one of the CPUs the coordinator may use. The coordinator
-(``WorkerPool``) never re-plans: the plan it is given (``LoadPlan`` or ``SessionPlan``) was built
-once, and each worker gets all of it plus its share (``WorkerShare``):
-
-- closed loop: the concurrency is split (4 over 3 workers: 2, 1, 1); request ``i`` goes to the
-  worker holding slot ``i % concurrency``, so each worker's share of requests follows its share
-  of the concurrency (with a duration, each keeps starting its own indices until the end);
-- open loop (and a trace): arrival ``i`` goes to worker ``i % workers``, at its planned time,
-  so the one seeded Poisson/gamma process (or the trace) is what leaves the machine; a
-  ``max_concurrency`` cap is split like a concurrency (each worker caps its own share);
-- sessions: conversations are dealt the same way (by slot closed-loop, round-robin open-loop);
-  a conversation stays on one worker, and its records keep their plan-order indices.
-
-Clock: ``time.perf_counter`` is ``clock_gettime(CLOCK_MONOTONIC)`` on Linux, one clock for every
-process on the host, so the coordinator picks the measured phase's origin ``t0`` (a moment just
-after every worker has warmed its pool and run its warm-up) and every worker's records count
-from it. The merge (``merge_outcomes``) sorts the records by index and recomputes the duration
-and the client-health verdict from every worker's raw figures (loop lags and send lags pooled,
-the busiest worker's CPU share), so the summary and the client-health check are those of a
-single-process run. One worker is today's single-process ``LoadGenerator``: the pool is only
-used for two or more.
+A worker is a process (the ``forkserver`` start method) with its own event loop, keep-alive pool,
+client-health probe and garbage-collection pause, pinned to one of the CPUs the coordinator may
+use; it runs the single-process generator (``LoadGenerator``, ``SessionGenerator``) restricted to
+its share of the plan (``tracker.load.shares``). The coordinator (``WorkerPool``, the interface
+of ``LoadGenerator``) starts the workers, waits until every one has warmed its pool and run its
+share of the warm-up, and picks the measured phase's origin ``t0``: ``time.perf_counter`` is
+``clock_gettime(CLOCK_MONOTONIC)`` on Linux, one clock for every process on the host, so every
+worker's stamps count from that one origin. Their raw outcomes come back over pipes and are
+merged (``merge_outcomes``). One worker is today's single-process generator: the pool is only
+used for two or more. ``run_host_share`` is a load host's side of docs/multihost.md.
 """
 
 from __future__ import annotations
@@ -37,7 +25,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -45,7 +33,6 @@ from tracker.errors import MeasurementError, TrackerError
 from tracker.eventloop import run_async
 from tracker.load.bodies import SessionRequests
 from tracker.load.client import WireClient
-from tracker.load.client_health import compute_client_health, count_usable_cpus
 from tracker.load.generator import (
     Clock,
     Endpoint,
@@ -54,116 +41,24 @@ from tracker.load.generator import (
     LoadPlan,
     ProgressCallback,
     ScheduledJob,
-    compute_planned_rate,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.results import RequestRecord, WorkloadResult
+from tracker.load.shares import (
+    Plan,
+    WorkerJob,
+    WorkerOutcome,
+    WorkerShare,
+    build_job,
+    compute_shares,
+    merge_outcomes,
+)
+from tracker.results import RequestRecord
 
 START_METHOD = "forkserver"  # fork-safe (the coordinator may hold threads), cheap after the first
 START_MARGIN_S = 0.05  # t0 this far after the last worker is ready: every one is waiting by then
 PROGRESS_EVERY_S = 0.25  # a worker reports its finished requests at most this often
 STOP_TIMEOUT_S = 10.0  # a stopped worker's partial records are awaited this long
 Connection = multiprocessing.connection.Connection
-Plan = LoadPlan | SessionPlan
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerShare:
-    number: int  # 0-based
-    workers: int  # how many share the plan
-    first_slot: int  # closed loop: the worker holds slots first_slot .. first_slot + concurrency
-    concurrency: int  # its part of the plan's concurrency (closed loop) or cap (open loop)
-    total_concurrency: int
-    cpu: int | None  # the CPU it is pinned to (None: not pinned)
-
-    def holds(self, index: int, open_loop: bool) -> bool:
-        """Whether request (or conversation) ``index`` of the plan is this worker's."""
-        if open_loop:
-            return index % self.workers == self.number
-        slot = index % self.total_concurrency
-        return self.first_slot <= slot < self.first_slot + self.concurrency
-
-    def indices(self, count: int | None, open_loop: bool) -> Iterator[int]:
-        """This worker's indices among ``count`` (None: without end, for a duration)."""
-        every = itertools.count() if count is None else iter(range(count))
-        return (i for i in every if self.holds(i, open_loop))
-
-
-def compute_shares(concurrency: int, workers: int,
-                   cpus: Sequence[int] | None = None) -> tuple[WorkerShare, ...]:
-    """The plan's ``concurrency`` split over ``workers`` (never more workers than concurrency),
-    each pinned to one of ``cpus`` in turn (None: not pinned)."""
-    count = max(1, min(workers, concurrency))
-    base, extra = divmod(concurrency, count)
-    shares, first = [], 0
-    for number in range(count):
-        part = base + (1 if number < extra else 0)
-        cpu = cpus[number % len(cpus)] if cpus else None
-        shares.append(WorkerShare(number, count, first, part, concurrency, cpu))
-        first += part
-    return tuple(shares)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerJob:
-    endpoint: Endpoint
-    plan: Plan  # the whole plan, its concurrency replaced by the share's
-    share: WorkerShare
-
-
-def build_job(endpoint: Endpoint, plan: Plan, share: WorkerShare) -> WorkerJob:
-    """The whole plan for one worker, with its share of the concurrency."""
-    if isinstance(plan, SessionPlan):
-        return WorkerJob(endpoint, replace(plan, load=replace(plan.load,
-                                                              concurrency=share.concurrency)),
-                         share)
-    return WorkerJob(endpoint, replace(plan, concurrency=share.concurrency), share)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerOutcome:
-    """What one worker measured, raw, for the coordinator to merge."""
-
-    records: tuple[RequestRecord, ...]
-    complete: bool
-    cpu_fraction: float | None
-    loop_lags_s: tuple[float, ...]
-    send_lags_s: tuple[float, ...]
-    connections_opened: int
-
-
-def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, now: float,
-                   started_at: datetime, complete: bool) -> LoadOutcome:
-    """One outcome from the workers' (records by index; duration and client health as one
-    generator computes them, from every worker's figures)."""
-    records = tuple(sorted((r for o in outcomes for r in o.records), key=lambda r: r.index))
-    ends = [r.start_s + r.e2el_s for r in records if r.e2el_s is not None]
-    duration = max(ends, default=now - t0) if complete else now - t0
-    load = plan.load if isinstance(plan, SessionPlan) else plan
-    cpus = [o.cpu_fraction for o in outcomes if o.cpu_fraction is not None]
-    client = compute_client_health(
-        cpu_fraction=max(cpus, default=None),
-        loop_lags_s=[lag for o in outcomes for lag in o.loop_lags_s],
-        send_lags_s=[lag for o in outcomes for lag in o.send_lags_s],
-        open_loop=load.open_loop, planned_rate_per_s=compute_planned_rate(load.arrivals_s),
-        connections_opened=sum(o.connections_opened for o in outcomes),
-        workers=len(outcomes), cores=count_usable_cpus())
-    return LoadOutcome(records, started_at, datetime.now(UTC), max(duration, 0.0),
-                       complete and all(o.complete for o in outcomes), client)
-
-
-def with_workers(result: WorkloadResult, workers: int) -> WorkloadResult:
-    """The result with the processes that sent its load in ``params["load"]["workers"]`` (one
-    process, today's generator, leaves the result as it was)."""
-    if workers < 2:
-        return result
-    load = {**(result.params.get("load") or {}), "workers": workers}
-    return replace(result, params={**result.params, "load": load})
-
-
-def result_workers(result: WorkloadResult) -> int:
-    """The processes that sent a result's load (1 where it does not say)."""
-    return int((result.params.get("load") or {}).get("workers", 1))
 
 
 # --- inside a worker process ------------------------------------------------------------------

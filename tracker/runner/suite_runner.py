@@ -34,7 +34,8 @@ from tracker.load.phases import (
     compute_turn_results,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.load.workers import WorkerPool, result_workers, with_workers
+from tracker.load.shares import result_workers, with_workers
+from tracker.load.workers import WorkerPool
 from tracker.quality.accuracy import compute_quality_result
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
