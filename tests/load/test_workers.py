@@ -44,7 +44,7 @@ from tracker.load.sessions import SessionGenerator
 from tracker.load.shapes import compute_arrivals
 from tracker.load.shares import WorkerOutcome, build_job, compute_shares, merge_outcomes
 from tracker.load.workers import WorkerPool, save_host_job
-from tracker.results import WorkloadResult
+from tracker.results import RequestRecord, WorkloadResult
 from tracker.sim.server import ThreadedSimServer
 
 
@@ -271,7 +271,7 @@ def test_two_load_hosts_in_network_namespaces_drive_one_simulator(
     outcomes: list[WorkerOutcome] = [pickle.loads(out.read_bytes()) for _, out in hosts]
     assert [r.index % 2 for r in outcomes[1].records] == [1] * 30  # round-robin shares
     merged = merge_outcomes(outcomes, plan, t0=t0, now=time.perf_counter(),
-                            started_at=started_at, complete=True)
+                            started_at=started_at, ended_at=datetime.now(UTC), complete=True)
     assert [r.index for r in merged.records] == list(range(60))
     assert all(r.ok for r in merged.records)
     assert [r.scheduled_start_s for r in merged.records] == list(plan.arrivals_s or ())
@@ -318,3 +318,32 @@ async def test_a_worker_that_dies_is_a_measurement_error_naming_it() -> None:
     for channel in channels:
         channel.send("stop")
         channel.process.join(timeout=10)
+
+
+def record(index: int, start_s: float, e2el_s: float) -> RequestRecord:
+    return RequestRecord(index=index, start_s=start_s, ttft_s=0.01, e2el_s=e2el_s, itl_s=(),
+                         output_tokens=1, output_tokens_source=None, input_tokens=1,
+                         input_tokens_source=None)
+
+
+def test_the_merge_pools_the_workers_figures_into_one_verdict() -> None:
+    plan = LoadPlan("/v1/chat/completions", [], [spec()] * 4, concurrency=4,
+                    arrivals_s=(0.0, 0.1, 0.2, 0.3))
+    calm = WorkerOutcome((record(0, 0.0, 0.5), record(2, 0.2, 0.2)), True, 0.5,
+                         (0.001,) * 50, (0.001, 0.002), 0)
+    late = WorkerOutcome((record(3, 0.3, 0.9), record(1, 0.1, 0.1)), True, 0.97,
+                         (0.001,) * 50, (0.030, 0.040), 0)
+    at = datetime.now(UTC)
+    merged = merge_outcomes([calm, late], plan, t0=0.0, now=2.0, started_at=at, ended_at=at,
+                            complete=True, cores=2)
+    assert [r.index for r in merged.records] == [0, 1, 2, 3]
+    assert merged.duration_s == pytest.approx(1.2)  # the last answer's end, from the one t0
+    client = merged.client
+    assert client is not None and client.client_bound and client.cpu_fraction == 0.97
+    assert client.send_lag_max_s == 0.040 and client.reason is not None
+    assert "2 worker processes were used: at least 3 would have been needed" in client.reason
+    assert "more than the 2 CPUs" in client.reason
+    alone = merge_outcomes([calm], plan, t0=0.0, now=2.0, started_at=at, ended_at=at,
+                           complete=False)
+    assert alone.client is not None and not alone.client.client_bound
+    assert alone.duration_s == 2.0 and not alone.complete  # cut short: up to now

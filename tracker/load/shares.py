@@ -23,9 +23,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 
-from tracker.load.client_health import compute_client_health, count_usable_cpus
+from tracker.load.client_health import compute_client_health
 from tracker.load.generator import Endpoint, LoadOutcome, LoadPlan, compute_planned_rate
 from tracker.load.sessions import SessionPlan
 from tracker.results import RequestRecord, WorkloadResult
@@ -99,9 +99,11 @@ class WorkerOutcome:
 
 
 def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, now: float,
-                   started_at: datetime, complete: bool) -> LoadOutcome:
+                   started_at: datetime, ended_at: datetime, complete: bool,
+                   cores: int | None = None) -> LoadOutcome:
     """One outcome from the workers' (records by index; duration and client health as one
-    generator computes them, from every worker's figures)."""
+    generator computes them, from every worker's figures); ``now``: the clock's reading at the
+    end, ``cores``: the CPUs the workers could use (for the client-bound remedy)."""
     records = tuple(sorted((r for o in outcomes for r in o.records), key=lambda r: r.index))
     ends = [r.start_s + r.e2el_s for r in records if r.e2el_s is not None]
     duration = max(ends, default=now - t0) if complete else now - t0
@@ -113,8 +115,8 @@ def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, 
         send_lags_s=[lag for o in outcomes for lag in o.send_lags_s],
         open_loop=load.open_loop, planned_rate_per_s=compute_planned_rate(load.arrivals_s),
         connections_opened=sum(o.connections_opened for o in outcomes),
-        workers=len(outcomes), cores=count_usable_cpus())
-    return LoadOutcome(records, started_at, datetime.now(UTC), max(duration, 0.0),
+        workers=len(outcomes), cores=cores)
+    return LoadOutcome(records, started_at, ended_at, max(duration, 0.0),
                        complete and all(o.complete for o in outcomes), client)
 
 

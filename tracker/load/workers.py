@@ -33,6 +33,7 @@ from tracker.errors import MeasurementError, TrackerError
 from tracker.eventloop import run_async
 from tracker.load.bodies import SessionRequests
 from tracker.load.client import WireClient
+from tracker.load.client_health import count_usable_cpus
 from tracker.load.generator import (
     Clock,
     Endpoint,
@@ -322,7 +323,9 @@ class WorkerPool:
         now = self.clock()
         return merge_outcomes(list(self._outcomes.values()), self.plan,
                               t0=self.t0 if self.t0 is not None else now, now=now,
-                              started_at=self.started_at or datetime.now(UTC), complete=complete)
+                              started_at=self.started_at or datetime.now(UTC),
+                              ended_at=datetime.now(UTC), complete=complete,
+                              cores=count_usable_cpus())
 
     async def run(self) -> LoadOutcome:
         channels = self._start_workers()
