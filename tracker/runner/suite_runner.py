@@ -187,13 +187,7 @@ class SuiteRunner:
                 if self.progress is not None:
                     self.progress.workload_started(phase.name, position, len(workloads),
                                                    plan.planned_requests)
-                result = await self._run_workload(handle, workload, phase, plan,
-                                                  self._workers())
-                retry = self._retry_workers(result)
-                if retry is not None:  # workers: auto, and one process was not enough
-                    self._keep(replace(result, name=f"{phase.name}@{result_workers(result)}"
-                                                    "-worker"))
-                    result = await self._run_workload(handle, workload, phase, plan, retry)
+                result = await self._run_phase(handle, workload, phase, plan, position)
                 phases.record(phase, result)
                 self._keep(result)
                 if isinstance(plan, SessionPlan):
@@ -230,6 +224,21 @@ class SuiteRunner:
         self.results.append(result)
         if self.progress is not None:
             self.progress.workload_finished(result)
+
+    async def _run_phase(self, handle: TargetHandle, workload: Workload, phase: Phase,
+                         plan: LoadPlan | SessionPlan, position: int) -> WorkloadResult:
+        """One phase on the suite's workers; with ``workers: auto`` a client-bound first try is
+        kept as ``<phase>@1-worker`` and the phase runs once more on more processes."""
+        result = await self._run_workload(handle, workload, phase, plan, self._workers())
+        retry = self._retry_workers(result)
+        if retry is None:
+            return result
+        self._keep(replace(result, name=f"{phase.name}@{result_workers(result)}-worker"))
+        if self.progress is not None:
+            self.progress.workload_started(f"{phase.name} on {retry} workers", position,
+                                           len(self.suite.suite.workloads),
+                                           plan.planned_requests)
+        return await self._run_workload(handle, workload, phase, plan, retry)
 
     def _workers(self) -> int:
         """How many load-generator processes run a phase first: the suite's number (auto: 1)."""
