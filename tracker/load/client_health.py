@@ -61,8 +61,9 @@ def _remedy(workers: int, cpu_fraction: float | None, cores: int | None) -> str:
     text = (f"; {used}: at least {needed} would have been needed (tracker bench --workers "
             f"{needed}, or workers: {needed} in the suite)")
     if cores is not None and needed > cores:
-        text += (f", more than the {cores} CPUs this client may use: lower the load or use a "
-                 "bigger client machine")
+        cpus = f"{cores} CPU" + ("s" if cores != 1 else "")
+        return text + (f", more than the {cpus} this client may use: lower the load, or "
+                       "use a bigger client machine or several")
     return text + "; or lower the load"
 
 
