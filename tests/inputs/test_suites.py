@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tracker.errors import ConfigError
-from tracker.inputs.suites import load_suite
+from tracker.inputs.suites import Suite, load_suite
 from tracker.inputs.tokenizer import count_tokens
 from tracker.load.bodies import build_request_specs
 
@@ -194,3 +194,5 @@ def test_workers_are_how_the_load_is_sent_not_the_suites_version(tmp_path: Path)
         loaded = load_suite(write(tmp_path, SUITE.replace("seed: 3", f"seed: 3\nworkers: {value}"),
                                   f"w{value}.yaml"))
         assert loaded.version == plain.version and str(loaded.suite.workers) == value
+        again = Suite.model_validate(loaded.canonical)  # what a queued run is rebuilt from
+        assert str(again.workers) == value

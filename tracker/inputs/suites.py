@@ -182,7 +182,7 @@ class Suite(_Strict):
     quality: QualityBlock | None = None
     telemetry: TelemetryBlock | None = None
     workers: int | Literal["auto"] = 1  # load-generator processes (tracker.load.workers);
-    # how the load is sent, not what: outside the suite's version, in the run's environment
+    # not part of the version (UNVERSIONED); the run's environment records it
 
     @field_validator("workers", mode="before")
     @classmethod
@@ -338,9 +338,12 @@ def _update_rich(digest: Any, traffic: WorkloadTraffic) -> None:
             text(turn.recorded_answer)
 
 
+UNVERSIONED = frozenset({"workers"})  # how the load is sent, not what: kept in the canonical
+# form (a queued run sends it the same way) and out of the version (runs on 1 or 4 workers compare)
+
+
 def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = None) -> LoadedSuite:
-    canonical = suite.model_dump(mode="json", exclude_defaults=True,
-                                 exclude={"description", "workers"})
+    canonical = suite.model_dump(mode="json", exclude_defaults=True, exclude={"description"})
     canonical["name"] = suite.name
     traffic: dict[str, WorkloadTraffic] = {}
     files: dict[str, str] = {}
@@ -350,7 +353,8 @@ def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = Non
         if sha256 is not None:  # the file's content is part of the version
             files[workload.name] = canonical["workloads"][i]["prompts"]["sha256"] = sha256
     prompts_digest = compute_prompts_digest(traffic)
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    versioned = {key: value for key, value in canonical.items() if key not in UNVERSIONED}
+    text = json.dumps(versioned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if quality is not None:  # a changed quality set is a changed suite
         text = f"{text}\nquality:{quality.version}"
     version = hashlib.sha256(f"{text}\n{prompts_digest}".encode()).hexdigest()
