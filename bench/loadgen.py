@@ -1,6 +1,7 @@
 """Load-generator speed and timing error, against a server of our own and a minimal client.
 
-Run: .venv/bin/python bench/loadgen.py [--quick] [--reps 3] [--attempts 8] [--part timing]
+Run: .venv/bin/python bench/loadgen.py [--quick] [--reps 3] [--attempts 8]
+     [--part throughput|timing|scaling]
 
 Part 1 (throughput): a zero-delay streaming server (a raw asyncio protocol on uvloop, every
 response pre-built, 128 content chunks in vLLM's chunk format) is pinned to CPU 0 and each client
@@ -22,6 +23,12 @@ per write (no task or future per token), so its own work stays small and its arr
 are not held up by its other streams; client and server run under SCHED_FIFO where allowed.
 The tracker's per-request TTFT, TPOT, every ITL gap and output tokens are compared with that
 truth at 1, 64 and 256 streams.
+
+Part 3 (scaling): the tracker's ``LoadGenerator`` (1 worker, the reference, in the same run)
+and ``WorkerPool`` on 2, 4, ... worker processes up to the client CPUs (all but CPU 0; on a
+machine with one client CPU, 2 workers share it: the coordination overhead), req/s on the
+zero-delay server at 256 streams, and the timing error against the timed server at 64 streams.
+On a bigger machine (bench/gpu_check.py-style) the same command prints the full table.
 
 Nothing is asserted: this prints tables. CPU counts and Python version are in the header.
 """
@@ -259,20 +266,25 @@ async def run_reference(url: str, concurrency: int, requests: int, lean: bool) -
 
 
 async def run_tracker(url: str, concurrency: int, requests: int,
-                      stream_id: bool) -> dict[str, Any]:
+                      stream_id: bool, workers: int = 1) -> dict[str, Any]:
     from tracker.load.generator import Endpoint, LoadGenerator, LoadPlan, RequestSpec
+    from tracker.load.workers import WorkerPool
 
     specs = [RequestSpec(_body(i, stream_id), 16) for i in range(requests)]
     plan = LoadPlan("/v1/chat/completions", warmup=(), measured=specs, concurrency=concurrency)
-    generator = LoadGenerator(Endpoint(url), plan)
+    generator = (LoadGenerator(Endpoint(url), plan) if workers == 1
+                 else WorkerPool(Endpoint(url), plan, workers))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     outcome = await generator.run()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     ok = [r for r in outcome.records if r.ok]
+    client = outcome.client
     result: dict[str, Any] = {
         "ok": len(ok), "wall_s": wall, "cpu_s": cpu, "measured_s": outcome.duration_s,
         "output_tokens": sum(r.output_tokens or 0 for r in ok),
         "errors": sorted({r.error_class or "" for r in outcome.records} - {""}),
+        "busiest_loop_cpu": None if client is None else client.cpu_fraction,
+        "client_bound": None if client is None else client.client_bound,
     }
     if stream_id:
         result["records"] = [[r.index, r.start_s, r.ttft_s, r.tpot_s, list(r.itl_s),
@@ -286,14 +298,15 @@ def client_main(kind: str, url: str, concurrency: int, requests: int, truth: boo
 
     if kind in ("minimal", "bare"):
         result = uvloop.run(run_reference(url, concurrency, requests, kind == "minimal"))
-    else:
-        result = uvloop.run(run_tracker(url, concurrency, requests, truth))
+    else:  # "tracker", or "tracker-wN": N worker processes (tracker.load.workers)
+        workers = int(kind.split("-w", 1)[1]) if "-w" in kind else 1
+        result = uvloop.run(run_tracker(url, concurrency, requests, truth, workers))
     json.dump(result, sys.stdout)
 
 
 # --- orchestration ---------------------------------------------------------------------------
 
-def _pin(cpu: int, realtime: bool = False) -> list[str]:
+def _pin(cpu: int | str, realtime: bool = False) -> list[str]:
     """taskset to one CPU, and a higher scheduling priority where we may raise it (root), so
     other work on a shared machine preempts the measurement less: ``nice -10`` for throughput,
     SCHED_FIFO (``chrt -f 20``) for the timing part, whose processes mostly sleep."""
@@ -333,12 +346,12 @@ def urllib_open(url: str) -> Any:
 
 
 def run_client(kind: str, url: str, concurrency: int, requests: int,
-               truth: bool = False) -> dict[str, Any]:
+               truth: bool = False, cpus: str = "1") -> dict[str, Any]:
     args = [sys.executable, __file__, "_client", kind, url, str(concurrency), str(requests)]
     if truth:
         args.append("--truth")
-    done = subprocess.run([*_pin(1, truth), *args], capture_output=True, text=True, check=False,
-                          timeout=600)
+    done = subprocess.run([*_pin(cpus, truth), *args], capture_output=True, text=True,
+                          check=False, timeout=600)
     if done.returncode != 0:
         raise SystemExit(f"client {kind} failed: {done.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(done.stdout)
@@ -431,12 +444,13 @@ def _steal_ms() -> dict[int, float]:
             if f[0].startswith("cpu") and f[0][3:].isdigit() and len(f) > 8}
 
 
-def _timing_row(concurrency: int, requests: int) -> tuple[list[float], dict[str, Any]]:
+def _timing_row(concurrency: int, requests: int, kind: str = "tracker",
+                cpus: str = "1") -> tuple[list[float], dict[str, Any]]:
     server = Server(0.1, 0.02, realtime=True)
     try:
-        run_client("tracker", server.url, concurrency, concurrency)  # warm-up, not compared
+        run_client(kind, server.url, concurrency, concurrency, cpus=cpus)  # warm-up
         before = _steal_ms()
-        result = run_client("tracker", server.url, concurrency, requests, truth=True)
+        result = run_client(kind, server.url, concurrency, requests, truth=True, cpus=cpus)
         after = _steal_ms()
         errors = _errors(result, server.truth())
     finally:
@@ -489,11 +503,68 @@ def part_timing(levels: list[tuple[int, int]], reps: int, attempts: int) -> None
           "measure).")
 
 
+def _client_cpus() -> list[int]:
+    """The CPUs the clients may use: all but CPU 0 (the server's) where there are two or more."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    return [c for c in cpus if c != 0] if len(cpus) > 1 else cpus
+
+
+def _worker_levels(cpus: int) -> list[int]:
+    """1, 2, 4, ... up to the client CPUs (and 2 on a machine with one client CPU: the
+    coordination overhead, two workers sharing one core)."""
+    levels, n = [1], 2
+    while n <= max(2, cpus):
+        levels.append(n)
+        n *= 2
+    return levels if cpus in levels or cpus < 2 else [*levels, cpus]
+
+
+def part_scaling(concurrency: int, requests: int, timing_requests: int, reps: int) -> None:
+    """req/s on the zero-delay server and timing error on the timed one, for 1, 2, 4, ...
+    worker processes; 1 worker (today's single-process generator) is the reference."""
+    cpus = _client_cpus()
+    cpu_list = ",".join(map(str, cpus))
+    levels = _worker_levels(len(cpus))
+    kinds = [f"tracker-w{n}" if n > 1 else "tracker" for n in levels]
+    server = Server(None, 0.0)
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    try:
+        run_client("tracker", server.url, concurrency, min(requests, 500), cpus=cpu_list)
+        for _ in range(reps):  # the levels alternate, so drift on a shared machine hits each
+            for kind in kinds:
+                runs[kind].append(run_client(kind, server.url, concurrency, requests,
+                                             cpus=cpu_list))
+    finally:
+        server.stop()
+    rate = {k: statistics.median(r["ok"] / r["measured_s"] for r in v) for k, v in runs.items()}
+    timing = {kind: _timing_row(64, timing_requests, kind, cpu_list)[0] for kind in kinds}
+    rows = []
+    for n, kind in zip(levels, kinds, strict=True):
+        busiest = statistics.median(r["busiest_loop_cpu"] or 0.0 for r in runs[kind])
+        bound = sum(bool(r["client_bound"]) for r in runs[kind])
+        t = timing[kind]
+        rows.append([str(n), f"{rate[kind]:.0f}", f"{rate[kind] / rate['tracker']:.2f}x",
+                     f"{statistics.median(r['ok'] for r in runs[kind]):.0f}/{requests}",
+                     f"{busiest:.0%}", f"{bound}/{reps}", f"{t[0]:+.3f}", f"{t[1]:+.3f}",
+                     f"{t[5]:+.3f}", f"{t[6]:.0f}"])
+    print(f"\nPart 3 (scaling): the tracker on N worker processes, client CPUs {cpu_list} "
+          f"(server on CPU 0); {concurrency} streams, {TOKENS} tokens each, median req/s of "
+          f"{reps} runs (over the measured phase)\nagainst the zero-delay server; timing error "
+          f"(ms, measured - true) at 64 streams against the timed server (TTFT 100 ms, ITL 20 "
+          "ms), one run each\n")
+    print(table(["workers", "req/s", "vs 1 worker", "ok", "busiest loop CPU", "client-bound",
+                 "TTFT err mean", "TTFT err p99", "ITL err p99", "token mismatches"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
-    parser.add_argument("--part", choices=("all", "throughput", "timing"), default="all")
+    parser.add_argument("--part", choices=("all", "throughput", "timing", "scaling"),
+                        default="all")
     parser.add_argument("--attempts", type=int, default=8,
                         help="timing part: runs per level at most, to find --reps clean ones")
     args = parser.parse_args()
@@ -509,6 +580,8 @@ def main() -> None:
     if args.part in ("all", "timing"):
         part_timing([(1, 8 // min(scale, 2)), (64, 256 // scale), (256, 768 // scale)],
                     args.reps, max(args.attempts, args.reps))
+    if args.part in ("all", "scaling"):
+        part_scaling(256, 4000 // scale, 256 // scale, args.reps)
 
 
 if __name__ == "__main__":

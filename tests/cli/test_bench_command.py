@@ -172,3 +172,21 @@ def test_bench_bad_datasets_are_one_line_exit_2(sim_url: str, tmp_path: Path, ar
     assert main(["bench", "--base-url", sim_url, "--quiet", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and fragment in err and err.count("\n") == 1, err
+
+
+def test_bench_on_two_workers_sends_the_same_requests_and_says_so(
+    sim_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["bench", "--base-url", sim_url, "--num-prompts", "16", "--request-rate", "200",
+            "--random-input-len", "8", "--random-output-len", "3", "--ignore-eos", "--quiet",
+            "--json", "-"]
+    assert main([*args, "--workers", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [workload] = data["workloads"]
+    assert data["environment"]["load_workers"] == 2
+    assert (workload["completed"], workload["total_output_tokens"]) == (16, 16 * 3)
+    with pytest.raises(SystemExit) as stopped:  # argparse's own exit for a bad flag value
+        main(["bench", "--base-url", sim_url, "--workers", "0"])
+    assert stopped.value.code == 2
+    assert "--workers: must be a whole number of processes, 1 or more (got 0)" in \
+        capsys.readouterr().err

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tracker.errors import ConfigError
-from tracker.inputs.suites import load_suite
+from tracker.inputs.suites import Suite, load_suite
 from tracker.inputs.tokenizer import count_tokens
 from tracker.load.bodies import build_request_specs
 
@@ -177,3 +177,22 @@ def test_a_misspelt_key_in_a_file_source_is_named_at_its_own_line(tmp_path: Path
     message = str(info.value)
     assert "s.yaml:9: workloads[0].prompts.max_input_token: unknown key" in message, message
     assert "did you mean 'max_input_tokens'" in message
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "lots", "1.5", "true"])
+def test_a_bad_workers_value_names_the_line_and_the_fix(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_suite(write(tmp_path, SUITE.replace("seed: 3", f"seed: 3\nworkers: {value}")))
+    message = str(info.value)
+    assert "s.yaml:3: workers: must be a whole number of load-generator processes" in message
+    assert "or auto" in message
+
+
+def test_workers_are_how_the_load_is_sent_not_the_suites_version(tmp_path: Path) -> None:
+    plain = load_suite(write(tmp_path, SUITE))
+    for value in ("4", "auto"):
+        loaded = load_suite(write(tmp_path, SUITE.replace("seed: 3", f"seed: 3\nworkers: {value}"),
+                                  f"w{value}.yaml"))
+        assert loaded.version == plain.version and str(loaded.suite.workers) == value
+        again = Suite.model_validate(loaded.canonical)  # what a queued run is rebuilt from
+        assert str(again.workers) == value

@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from tracker.load import client_health as clienthealth
-from tracker.load.client_health import GcPause, compute_client_health
+from tracker.load.client_health import GcPause, compute_client_health, compute_workers_needed
 
 
 def test_a_healthy_client_is_not_client_bound() -> None:
@@ -96,3 +96,17 @@ def test_late_requests_say_when_connections_had_to_be_opened_while_measuring() -
     plain = compute_client_health(cpu_fraction=0.2, loop_lags_s=[0.001], send_lags_s=late,
                                   open_loop=True)
     assert plain.reason is not None and "connections" not in plain.reason
+
+
+def test_a_client_bound_verdict_says_how_many_workers_would_have_been_needed() -> None:
+    assert compute_workers_needed(0.99, 1) == 2  # one saturated process: at least one more
+    assert compute_workers_needed(0.98, 4) == 6  # 4 x 0.98 spread at 70 % each
+    assert compute_workers_needed(None, 3) == 4
+    busy = compute_client_health(cpu_fraction=0.99, loop_lags_s=[], send_lags_s=[],
+                                 open_loop=False, workers=2, cores=8)
+    assert busy.reason is not None
+    assert "2 worker processes were used: at least 3 would have been needed" in busy.reason
+    assert "--workers 3" in busy.reason and "workers: 3" in busy.reason
+    small = compute_client_health(cpu_fraction=0.99, loop_lags_s=[], send_lags_s=[],
+                                  open_loop=False, workers=2, cores=2)
+    assert small.reason is not None and "more than the 2 CPUs this client may use" in small.reason

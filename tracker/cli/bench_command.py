@@ -12,6 +12,7 @@ BPE tokenizers), a seeded sample of a ShareGPT JSON (``sharegpt``) or of a JSONL
   caps the requests in flight (waiting for a slot counts in the scheduled latency);
 - ``--duration S``: keep starting requests for S seconds, cycling through the prompts; with an
   infinite rate this is a closed loop of ``--max-concurrency`` workers.
+``--workers N`` sends the one planned load from N processes (tracker.load.workers).
 The measurement is the suites' own (tracker.load.generator, tracker.load.summary), so the numbers and the
 ``--json`` (``tracker.run/1``, one workload) mean exactly what a stored run's do.
 """
@@ -42,7 +43,9 @@ from tracker.inputs.traffic import describe_fallback
 from tracker.load.bodies import build_request_specs
 from tracker.load.generator import Endpoint, LoadGenerator
 from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
+from tracker.load.shares import with_workers
 from tracker.load.slo import parse_goodput
+from tracker.load.workers import WorkerPool
 from tracker.reports.bench_report import render_bench_text
 from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json
@@ -75,6 +78,7 @@ class BenchArgs:
     dataset_name: str = "random"  # random, sharegpt, custom, mooncake
     dataset_path: str | None = None
     tokenizer: str | None = None  # a local tokenizer.json (or its directory)
+    workers: int = 1  # load-generator processes (tracker.load.workers)
 
 
 def build_prompts(args: BenchArgs) -> PromptSource:
@@ -204,11 +208,14 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOut
             progress.write(f"\r{done}/{total} requests")
             progress.flush()
 
-    outcome = await LoadGenerator(endpoint, plan, on_progress=on_progress).run()
+    generator = (WorkerPool(endpoint, plan, args.workers, on_progress=on_progress)
+                 if args.workers > 1 else LoadGenerator(endpoint, plan, on_progress=on_progress))
+    outcome = await generator.run()
     if progress is not None:
         progress.write("\n")
-    return BenchOutcome(model, compute_phase_result(workload, phase, plan, outcome),
-                        exact.environment_facts())
+    workers = generator.workers if isinstance(generator, WorkerPool) else 1
+    result = with_workers(compute_phase_result(workload, phase, plan, outcome), workers)
+    return BenchOutcome(model, result, {**exact.environment_facts(), "load_workers": workers})
 
 
 def build_run(args: BenchArgs, model: str, result: WorkloadResult,
@@ -263,7 +270,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ignore_eos=args.ignore_eos, seed=args.seed, warmup=args.warmup,
         duration_s=args.duration, goodput=tuple(args.goodput), api_key_env=args.api_key_env,
         request_timeout_s=args.timeout, dataset_name=args.dataset_name,
-        dataset_path=args.dataset_path, tokenizer=args.tokenizer)
+        dataset_path=args.dataset_path, tokenizer=args.tokenizer, workers=args.workers)
     outcome = execute_bench(bench, quiet=args.quiet or args.json == "-")
     model, result = outcome.model, outcome.result
     if args.json:

@@ -38,6 +38,13 @@ def _rate(text: str) -> float:
     return value
 
 
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes, 1 or more (got "
+                                         f"{text})")
+    return int(text)
+
+
 def _add_bench(sub: Subparsers) -> None:
     bench = sub.add_parser("bench", help="benchmark any OpenAI-compatible endpoint ad hoc "
                                          "(vllm bench serve's flags; nothing is stored)")
@@ -81,6 +88,8 @@ def _add_bench(sub: Subparsers) -> None:
     bench.add_argument("--json", metavar="OUT", help="write the tracker.run/1 JSON (- = stdout)")
     bench.add_argument("--save-requests", metavar="OUT.jsonl",
                        help="write every request's timings, one JSON line each")
+    bench.add_argument("--workers", type=_workers, default=1, metavar="N",
+                       help="load-generator processes sharing the one planned load (default 1)")
     bench.add_argument("--quiet", action="store_true", help="no progress display")
 
 

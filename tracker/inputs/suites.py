@@ -23,6 +23,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    field_validator,
     model_validator,
 )
 
@@ -180,6 +181,17 @@ class Suite(_Strict):
     workloads: list[Workload] = Field(min_length=1)
     quality: QualityBlock | None = None
     telemetry: TelemetryBlock | None = None
+    workers: int | Literal["auto"] = 1  # load-generator processes (tracker.load.workers);
+    # not part of the version (UNVERSIONED); the run's environment records it
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: object) -> object:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)
+                               and value >= 1):
+            return value
+        raise ValueError("must be a whole number of load-generator processes, 1 or more, or "
+                         "auto (more processes when one turns out client-bound)")
 
     @model_validator(mode="after")
     def _unique_names(self) -> Suite:
@@ -326,6 +338,10 @@ def _update_rich(digest: Any, traffic: WorkloadTraffic) -> None:
             text(turn.recorded_answer)
 
 
+UNVERSIONED = frozenset({"workers"})  # how the load is sent, not what: kept in the canonical
+# form (a queued run sends it the same way) and out of the version (runs on 1 or 4 workers compare)
+
+
 def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = None) -> LoadedSuite:
     canonical = suite.model_dump(mode="json", exclude_defaults=True, exclude={"description"})
     canonical["name"] = suite.name
@@ -337,7 +353,8 @@ def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = Non
         if sha256 is not None:  # the file's content is part of the version
             files[workload.name] = canonical["workloads"][i]["prompts"]["sha256"] = sha256
     prompts_digest = compute_prompts_digest(traffic)
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    versioned = {key: value for key, value in canonical.items() if key not in UNVERSIONED}
+    text = json.dumps(versioned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if quality is not None:  # a changed quality set is a changed suite
         text = f"{text}\nquality:{quality.version}"
     version = hashlib.sha256(f"{text}\n{prompts_digest}".encode()).hexdigest()

@@ -4,6 +4,8 @@ A load generator that cannot keep up measures itself: requests leave late, chunk
 late, and the numbers look like a slow server. ``HealthProbe`` watches the client during the
 measured phase; ``compute_client_health`` (pure) decides whether the workload was client-bound
 and says why, so the result is stored as such and never compared as if it were the server's.
+Client-bound is fixable: the verdict says how many worker processes (``tracker.load.workers``)
+would have carried the load, from the busiest loop thread's CPU share.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import math
+import os
 import time
 from collections.abc import Callable, Sequence
 
@@ -21,8 +25,17 @@ LOOP_TICK_S = 0.010  # the watchdog timer's period
 LOOP_LAG_LIMIT_S = 0.020  # p99 lag above this: the event loop was too busy to stamp on time
 SEND_LAG_LIMIT_S = 0.010  # p99 send lag above this: requests did not leave when planned
 CPU_LIMIT_FRACTION = 0.95  # the loop thread was busy this share of the wall time or more
+WORKER_CPU_TARGET = 0.7  # busy share of a worker's loop thread that leaves headroom for stamps
 GC_YOUNG_LIMIT = 1_000_000  # while collection is paused: collect once this many objects are new
 GC_CHECK_S = 1.0
+
+
+def count_usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity masks on this OS
+        return os.cpu_count() or 1
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -33,13 +46,38 @@ def _ms(value: float) -> str:
     return f"{value * 1000:.1f} ms"
 
 
+def compute_workers_needed(cpu_fraction: float | None, workers: int) -> int:
+    """Worker processes that would have carried a client-bound load: the busiest loop thread's
+    share spread until none is busier than ``WORKER_CPU_TARGET``, and at least one more than were
+    used (a saturated thread hides how much more it wanted, so this is a lower bound)."""
+    if cpu_fraction is None:
+        return workers + 1
+    return max(workers + 1, math.ceil(workers * cpu_fraction / WORKER_CPU_TARGET - 1e-9))
+
+
+def _remedy(workers: int, cpu_fraction: float | None, cores: int | None) -> str:
+    needed = compute_workers_needed(cpu_fraction, workers)
+    used = f"{workers} worker processes were used" if workers > 1 else "one process was used"
+    text = (f"; {used}: at least {needed} would have been needed (tracker bench --workers "
+            f"{needed}, or workers: {needed} in the suite)")
+    if cores is not None and needed > cores:
+        cpus = f"{cores} CPU" + ("s" if cores != 1 else "")
+        return text + (f", more than the {cpus} this client may use: lower the load, or "
+                       "use a bigger client machine or several")
+    return text + "; or lower the load"
+
+
 def compute_client_health(*, cpu_fraction: float | None, loop_lags_s: Sequence[float],
                           send_lags_s: Sequence[float], open_loop: bool,
                           planned_rate_per_s: float | None = None,
-                          connections_opened: int = 0) -> ClientHealth:
+                          connections_opened: int = 0, workers: int = 1,
+                          cores: int | None = None) -> ClientHealth:
     """The verdict: client-bound when requests left late (open loop), the loop lagged, or the
     client's loop thread was saturated. ``connections_opened``: connections the client had to open
-    while measuring (beyond the warmed pool), which delay the requests waiting for them."""
+    while measuring (beyond the warmed pool), which delay the requests waiting for them.
+    ``workers``: the worker processes that shared the load (``cpu_fraction`` is the busiest
+    one's); a client-bound verdict says how many would have been needed (``cores``: the CPUs the
+    client may use, when known)."""
     loop_p99 = _percentile(loop_lags_s, 99)
     send_p50, send_p99 = _percentile(send_lags_s, 50), _percentile(send_lags_s, 99)
     reasons: list[str] = []
@@ -63,8 +101,7 @@ def compute_client_health(*, cpu_fraction: float | None, loop_lags_s: Sequence[f
         send_lag_p99_s=send_p99,
         send_lag_max_s=max(send_lags_s, default=None),
         client_bound=bool(reasons),
-        reason="; ".join(reasons) + "; lower the load or use a faster client machine"
-        if reasons else None,
+        reason="; ".join(reasons) + _remedy(workers, cpu_fraction, cores) if reasons else None,
     )
 
 
@@ -109,7 +146,8 @@ class HealthProbe:
         return compute_client_health(cpu_fraction=cpu, loop_lags_s=self.loop_lags_s,
                                      send_lags_s=self.send_lags_s, open_loop=open_loop,
                                      planned_rate_per_s=planned_rate_per_s,
-                                     connections_opened=connections_opened)
+                                     connections_opened=connections_opened,
+                                     cores=count_usable_cpus())
 
     async def _watch(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

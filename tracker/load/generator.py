@@ -24,7 +24,7 @@ import itertools
 import json
 import operator
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -95,6 +95,13 @@ class LoadOutcome:
     duration_s: float
     complete: bool
     client: ClientHealth | None = None
+
+
+def compute_planned_rate(arrivals: Sequence[float] | None) -> float | None:
+    """An open loop's planned mean rate, requests per second (None: closed loop, or too few)."""
+    if not arrivals or len(arrivals) < 2 or arrivals[-1] <= 0:
+        return None
+    return (len(arrivals) - 1) / arrivals[-1]
 
 
 def open_client(endpoint: Endpoint, clock: Clock) -> WireClient:
@@ -238,7 +245,7 @@ class LoadGenerator:
         async with open_client(self.endpoint, self.clock) as client:
             await self._warm_pool(client)
             await self._run_warmup(client)
-            self.t0 = self.clock()
+            self.t0 = await self._wait_for_start()
             self.started_at = datetime.now(UTC)
             self.probe.start()
             gc_pause = GcPause()
@@ -266,6 +273,16 @@ class LoadGenerator:
         return LoadOutcome(records, started, datetime.now(UTC), max(duration, 0.0), complete,
                            client)
 
+    async def _wait_for_start(self) -> float:
+        """The clock origin of the measured phase (now; a worker process waits for its
+        coordinator's, tracker.load.workers)."""
+        return self.clock()
+
+    def _closed_indices(self, count: int, duration_s: float | None) -> Iterator[int]:
+        """The request indices this generator's closed loop sends (a worker process: its
+        share)."""
+        return itertools.count() if duration_s is not None else iter(range(count))
+
     @property
     def planned_requests(self) -> int:
         """The measured requests planned (for progress and the warmed pool)."""
@@ -285,10 +302,7 @@ class LoadGenerator:
             await self._run_closed(client, self.plan.measured, self.plan.duration_s, keep=True)
 
     def _planned_rate(self) -> float | None:
-        arrivals = self.plan.arrivals_s
-        if not arrivals or len(arrivals) < 2 or arrivals[-1] <= 0:
-            return None
-        return (len(arrivals) - 1) / arrivals[-1]
+        return compute_planned_rate(self.plan.arrivals_s)
 
     async def _warm_pool(self, client: WireClient) -> None:
         """Open the keep-alive connections before anything is timed."""
@@ -316,7 +330,7 @@ class LoadGenerator:
         if not specs:
             return
         t0 = self.t0 if keep and self.t0 is not None else self.clock()
-        counter = itertools.count() if duration_s is not None else iter(range(len(specs)))
+        counter = self._closed_indices(len(specs), duration_s)
 
         async def worker() -> None:
             for index in counter:

@@ -23,6 +23,7 @@ from tracker.errors import TrackerError
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite, Workload
 from tracker.load.bodies import build_request_specs, build_session_requests
+from tracker.load.client_health import compute_workers_needed, count_usable_cpus
 from tracker.load.generator import LoadGenerator, LoadPlan
 from tracker.load.phases import (
     Phase,
@@ -33,6 +34,8 @@ from tracker.load.phases import (
     compute_turn_results,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
+from tracker.load.shares import result_workers, with_workers
+from tracker.load.workers import WorkerPool
 from tracker.quality.accuracy import compute_quality_result
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
@@ -119,6 +122,7 @@ class SuiteRunner:
         environment = collect_environment(target_kind=target.kind, engine=engine,
                                           config_path=self.config.path,
                                           nvml=self.telemetry.nvml)
+        environment["load_workers"] = self.suite.suite.workers  # each phase's: params.load
         started_at = datetime.now(UTC)
         run_ids: list[int] = []  # begun once the target is up (its launch facts are known)
 
@@ -183,7 +187,7 @@ class SuiteRunner:
                 if self.progress is not None:
                     self.progress.workload_started(phase.name, position, len(workloads),
                                                    plan.planned_requests)
-                result = await self._run_workload(handle, workload, phase, plan)
+                result = await self._run_phase(handle, workload, phase, plan, position)
                 phases.record(phase, result)
                 self._keep(result)
                 if isinstance(plan, SessionPlan):
@@ -221,12 +225,47 @@ class SuiteRunner:
         if self.progress is not None:
             self.progress.workload_finished(result)
 
+    async def _run_phase(self, handle: TargetHandle, workload: Workload, phase: Phase,
+                         plan: LoadPlan | SessionPlan, position: int) -> WorkloadResult:
+        """One phase on the suite's workers; with ``workers: auto`` a client-bound first try is
+        kept as ``<phase>@1-worker`` and the phase runs once more on more processes."""
+        result = await self._run_workload(handle, workload, phase, plan, self._workers())
+        retry = self._retry_workers(result)
+        if retry is None:
+            return result
+        self._keep(replace(result, name=f"{phase.name}@{result_workers(result)}-worker"))
+        if self.progress is not None:
+            self.progress.workload_started(f"{phase.name} on {retry} workers", position,
+                                           len(self.suite.suite.workloads),
+                                           plan.planned_requests)
+        return await self._run_workload(handle, workload, phase, plan, retry)
+
+    def _workers(self) -> int:
+        """How many load-generator processes run a phase first: the suite's number (auto: 1)."""
+        setting = self.suite.suite.workers
+        return 1 if setting == "auto" else setting
+
+    def _retry_workers(self, first: WorkloadResult) -> int | None:
+        """With ``workers: auto``, a client-bound first try runs once more on enough processes
+        for the load (up to the usable CPUs); None: no retry."""
+        setting = self.suite.suite.workers
+        client = first.summary.client
+        if setting != "auto" or client is None or not client.client_bound:
+            return None
+        cpus = count_usable_cpus()
+        needed = compute_workers_needed(client.cpu_fraction, result_workers(first))
+        return min(needed, cpus) if cpus > 1 else None
+
     async def _run_workload(self, handle: TargetHandle, workload: Workload, phase: Phase,
-                            plan: LoadPlan | SessionPlan) -> WorkloadResult:
+                            plan: LoadPlan | SessionPlan, workers: int) -> WorkloadResult:
         on_progress = self.progress.request_done if self.progress is not None else None
-        generator = (SessionGenerator(handle.endpoint, plan, on_progress=on_progress)
-                     if isinstance(plan, SessionPlan)
-                     else LoadGenerator(handle.endpoint, plan, on_progress=on_progress))
+        generator: LoadGenerator | WorkerPool
+        if workers > 1:
+            generator = WorkerPool(handle.endpoint, plan, workers, on_progress=on_progress)
+        elif isinstance(plan, SessionPlan):
+            generator = SessionGenerator(handle.endpoint, plan, on_progress=on_progress)
+        else:
+            generator = LoadGenerator(handle.endpoint, plan, on_progress=on_progress)
         telemetry = WorkloadTelemetry(handle.endpoint, self.telemetry,
                                       compute_gpu_skip_reason(self.config.config.target))
         await telemetry.start()
@@ -235,15 +274,15 @@ class SuiteRunner:
         except asyncio.CancelledError:
             gpu, server = await telemetry.stop(complete=False)
             if generator.records:  # keep the cut-short workload, marked incomplete
-                partial = compute_phase_result(workload, phase, plan,
-                                               generator.outcome(complete=False))
+                partial = with_workers(compute_phase_result(
+                    workload, phase, plan, generator.outcome(complete=False)), workers)
                 partial = self._priced(replace(partial, gpu=gpu, server=server))
                 self.sink.save_workload(len(self.results), partial)
                 self.results.append(partial)
             raise
         gpu, server = await telemetry.stop()
-        return replace(compute_phase_result(workload, phase, plan, outcome), gpu=gpu,
-                       server=server)
+        return replace(with_workers(compute_phase_result(workload, phase, plan, outcome),
+                                    workers), gpu=gpu, server=server)
 
     async def _run_quality(self, handle: TargetHandle) -> None:
         """Ask the suite's quality set (after the timed workloads, never during them)."""
