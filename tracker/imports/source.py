@@ -22,7 +22,7 @@ from typing import Any
 from tracker.errors import UsageError
 from tracker.results import IMPORT_KEY, LatencyStats, WorkloadResult
 
-FORMATS = ("vllm", "guidellm", "aiperf", "llmd")
+FORMATS = ("vllm", "guidellm", "aiperf", "inference-perf", "llmd")
 
 
 class ImportFormatError(UsageError):
@@ -45,7 +45,7 @@ class SourceFile:
 class ImportedRun:
     """One benchmark of a file, as a tracker run of one workload."""
 
-    tool: str  # "vllm", "guidellm", "aiperf"
+    tool: str  # "vllm", "guidellm", "aiperf", "inference-perf", "llmd"
     tool_version: str | None  # None: the file does not say
     sha256: str
     benchmark: int  # its position in the file (0-based)
