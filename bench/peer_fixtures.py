@@ -3,6 +3,8 @@
     python bench/peer_fixtures.py vllm                      # the vLLM schema fixture
     python bench/peer_fixtures.py aiperf --aiperf BIN       # run AIPerf against the simulator
     python bench/peer_fixtures.py llmd                      # the llm-d Benchmark Report v0.2
+    python bench/peer_fixtures.py guidellm --guidellm BIN   # run GuideLLM against the simulator
+    python bench/peer_fixtures.py inference-perf --inference-perf BIN   # and inference-perf
 
 ``vllm``: vLLM (and its torch/CUDA) does not install here, so the file is written from seeded
 per-request values with ``vllm bench serve``'s own formulas and ``--save-result
@@ -12,7 +14,14 @@ gap flattened). ``aiperf``: AIPerf (from PyPI, in its own venv; give its ``aiper
 is run against ``tracker sim serve`` with a word-level tokenizer written on the spot (AIPerf's
 ``builtin`` one downloads tiktoken's table); its ``profile_export_aiperf.json`` and
 ``profile_export.jsonl`` are copied unchanged. Each fixture directory gets ORIGIN.md with the
-exact command. GuideLLM needs torch, so it is not run here (docs/import.md). ``llmd``: an llm-d
+exact command. ``guidellm``: GuideLLM 0.8.1 (from PyPI, in its own venv over the CPU build of
+torch==2.13.0; give its ``guidellm`` executable) is run the same way, two concurrent benchmarks
+(2 and 4 streams) with varied output lengths, and a word-level tokenizer over Faker's lorem words
+(GuideLLM writes its synthetic prompts with Faker and cuts them with the tokenizer); its
+benchmarks JSON is copied unchanged. ``inference-perf``: inference-perf 0.7.0 (from PyPI, in its
+own Python 3.12 venv; no torch) runs two concurrent stages (2 and 4) over the completions API with
+AIPerf's word-level tokenizer; its lifecycle reports (summary, per stage, per request without the
+request and response bodies) and its llm-d partial reports are copied unchanged. ``llmd``: an llm-d
 Benchmark Report v0.2 (llm-d-benchmark's workload/report/benchmark_report_v0_2.py) from seeded
 per-request values, as llm-d-benchmark writes one for a ``vllm bench serve`` run: each Statistics
 object's mean, population stddev and linear percentiles (numpy) in ms.
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -43,6 +53,17 @@ from transformers import PreTrainedTokenizerFast
 words = ["[UNK]", *(f"w{i}" for i in range(2000))]
 tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
 tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(sys.argv[1])
+"""
+GUIDELLM_TOKENIZER = """
+import sys
+from faker.providers.lorem.en_US import Provider
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+words = ["[UNK]", ".", ",", *sorted({w.lower() for w in Provider.word_list})]
+tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+tok.normalizer = normalizers.Lowercase()
+tok.pre_tokenizer = pre_tokenizers.Whitespace()
 PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(sys.argv[1])
 """
 
@@ -175,13 +196,18 @@ def _wait(url: str, timeout_s: float = 30.0) -> None:
     raise SystemExit(f"the simulator did not answer {url} within {timeout_s:g} s")
 
 
-def run_aiperf(aiperf: Path, out: Path, requests: int, concurrency: int) -> str:
+def _serve_sim() -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
     sim = subprocess.Popen([sys.executable, "-m", "tracker", "sim", "serve", "--config",
                             str(ROOT / "configs" / "sim-default.yaml"), "--port", str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait(f"http://127.0.0.1:{port}/v1/models")
+    return sim, port
+
+
+def run_aiperf(aiperf: Path, out: Path, requests: int, concurrency: int) -> str:
+    sim, port = _serve_sim()
     try:
-        _wait(f"http://127.0.0.1:{port}/v1/models")
         with tempfile.TemporaryDirectory(prefix="aiperf-") as work:
             tokenizer, artifacts = Path(work) / "tokenizer", Path(work) / "artifacts"
             subprocess.run([str(aiperf.parent / "python"), "-c", TOKENIZER, str(tokenizer)],
@@ -203,10 +229,107 @@ def run_aiperf(aiperf: Path, out: Path, requests: int, concurrency: int) -> str:
     return " ".join(["aiperf", *command[1:]])
 
 
+def run_guidellm(guidellm: Path, out: Path, requests: int) -> str:
+    """GuideLLM against the simulator: concurrent 2 and 4 streams, ``requests`` each."""
+    sim, port = _serve_sim()
+    try:
+        with tempfile.TemporaryDirectory(prefix="guidellm-") as work:
+            tokenizer, result = Path(work) / "tokenizer", Path(work) / "benchmarks.json"
+            subprocess.run([str(guidellm.parent / "python"), "-c", GUIDELLM_TOKENIZER,
+                            str(tokenizer)], check=True, capture_output=True)
+            command = [str(guidellm), "run", "--backend",
+                       f"kind=openai_http,target=http://127.0.0.1:{port},"
+                       "model=sim/llama-3-8b-instruct",
+                       "--profile", "kind=concurrent,streams=2",
+                       "--override", "profile.streams", "2,4",
+                       "--constraint", f"kind=max_requests,count={requests}",
+                       "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
+                       "--data", "kind=synthetic_text,prompt_tokens=128,output_tokens=32,"
+                       "output_tokens_stdev=12,output_tokens_min=4,output_tokens_max=64",
+                       "--seed", "kind=static,value=7",
+                       "--output", f"kind=json,path={result}", "--disable-console-interactive"]
+            env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+            subprocess.run(command, check=True, capture_output=True, timeout=600, env=env)
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(result, out / "benchmarks.json")
+            shown = " ".join(["guidellm", *command[1:]]).replace(work, "$WORK")
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    return shown.replace(str(port), "$PORT")
+
+
+INFERENCE_PERF_CONFIG = """\
+api: {type: completion, streaming: true}
+data:
+  type: random
+  input_distribution: {min: 64, max: 192, mean: 128, std_dev: 32}
+  output_distribution: {min: 4, max: 64, mean: 32, std_dev: 12}
+load:
+  type: concurrent
+  stages: [{num_requests: REQUESTS, concurrency_level: 2}, {num_requests: REQUESTS, concurrency_level: 4}]
+  num_workers: 1
+server: {type: vllm, model_name: sim/llama-3-8b-instruct, base_url: "http://127.0.0.1:PORT",
+         ignore_eos: true}
+tokenizer: {pretrained_model_name_or_path: WORK/tokenizer}
+report:
+  request_lifecycle:
+    summary: true
+    per_stage: true
+    per_request: true
+    per_request_fields: {request: false, response: false, response_chunks: false}
+    use_server_output_tokens: true
+storage: {local_storage: {path: WORK/reports}}
+"""
+INFERENCE_PERF_FILES = ("summary_lifecycle_metrics.json", "stage_0_lifecycle_metrics.json",
+                        "stage_1_lifecycle_metrics.json", "per_request_lifecycle_metrics.json",
+                        "inference-perf.partial.stage_0.yaml", "inference-perf.partial.stage_1.yaml")
+
+
+def run_inference_perf(binary: Path, out: Path, requests: int) -> str:
+    """inference-perf against the simulator: two concurrent stages, ``requests`` each."""
+    sim, port = _serve_sim()
+    try:
+        with tempfile.TemporaryDirectory(prefix="inference-perf-") as work:
+            subprocess.run([str(binary.parent / "python"), "-c", TOKENIZER,
+                            str(Path(work) / "tokenizer")], check=True, capture_output=True)
+            config = (INFERENCE_PERF_CONFIG.replace("REQUESTS", str(requests))
+                      .replace("PORT", str(port)).replace("WORK", work))
+            (Path(work) / "config.yml").write_text(config, encoding="utf-8")
+            command = [str(binary), "-c", str(Path(work) / "config.yml")]
+            subprocess.run(command, check=True, capture_output=True, timeout=600, cwd=work,
+                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            out.mkdir(parents=True, exist_ok=True)
+            for name in INFERENCE_PERF_FILES:
+                shutil.copyfile(Path(work) / "reports" / name, out / name)
+            shown = " ".join(["inference-perf", *command[1:]]).replace(work, "$WORK")
+            shown += "\n\n# $WORK/config.yml\n" + config.replace(work, "$WORK").replace(
+                str(port), "$PORT")
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    return shown
+
+
+def _write_origin(tool: str, binary: Path, out: Path, how: str, command: str,
+                  setup: str) -> None:
+    version = subprocess.run([str(binary.parent / "pip"), "show", tool],
+                             capture_output=True, text=True).stdout.split("\n")[1]
+    (out / "ORIGIN.md").write_text(
+        f"# {tool} fixture\n\nWritten by `python bench/peer_fixtures.py {how}` ({version}; "
+        f"{setup}), "
+        f"against `tracker sim serve --config configs/sim-default.yaml`. The exact command "
+        f"($WORK: a temporary directory, $PORT: the simulator's port):\n\n```\n{command}\n"
+        f"```\n\nWhat it wrote is {tool}'s own output, unchanged.\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("tool", choices=("vllm", "aiperf", "llmd"))
+    parser.add_argument("tool", choices=("vllm", "aiperf", "llmd", "guidellm", "inference-perf"))
     parser.add_argument("--aiperf", type=Path, help="the aiperf executable (its own venv)")
+    parser.add_argument("--guidellm", type=Path, help="the guidellm executable (its own venv)")
+    parser.add_argument("--inference-perf", type=Path,
+                        help="the inference-perf executable (its own venv)")
     parser.add_argument("--requests", type=int, default=24)
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
@@ -217,6 +340,28 @@ def main() -> None:
     if args.tool == "llmd":
         write_llmd(FIXTURES / "llmd" / "report.json")
         print("wrote", FIXTURES / "llmd" / "report.json")
+        return
+    if args.tool == "guidellm":
+        if args.guidellm is None:
+            parser.error("guidellm needs --guidellm BIN (torch==2.13.0, then guidellm==0.8.1, "
+                         "in a throw-away venv)")
+        command = run_guidellm(args.guidellm, FIXTURES / "guidellm", args.requests)
+        _write_origin("guidellm", args.guidellm, FIXTURES / "guidellm",
+                      f"guidellm --guidellm BIN --requests {args.requests}", command,
+                      "its venv: `pip install torch==2.13.0` (CPU), then `pip install "
+                      "guidellm==0.8.1`")
+        print("wrote", FIXTURES / "guidellm")
+        return
+    if args.tool == "inference-perf":
+        if args.inference_perf is None:
+            parser.error("inference-perf needs --inference-perf BIN (pip install "
+                         "inference-perf==0.7.0 in a throw-away Python 3.12 venv)")
+        out = FIXTURES / "inference_perf"
+        command = run_inference_perf(args.inference_perf, out, args.requests)
+        _write_origin("inference-perf", args.inference_perf, out,
+                      f"inference-perf --inference-perf BIN --requests {args.requests}", command,
+                      "its venv: Python 3.12, `pip install inference-perf==0.7.0`")
+        print("wrote", out)
         return
     if args.aiperf is None:
         parser.error("aiperf needs --aiperf BIN (pip install aiperf in a throw-away venv)")

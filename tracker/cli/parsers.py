@@ -169,7 +169,8 @@ def add_import_parser(sub: Subparsers) -> None:
                                              "AIPerf, llm-d reports")
     imported.add_argument("file", metavar="FILE", help="the tool's result file (JSON; AIPerf: "
                                                         "profile_export_aiperf.json or .jsonl)")
-    imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf", "llmd"),
+    imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf", "inference-perf",
+                                                   "llmd"),
                           help="the tool that wrote it (default: recognised from its keys)")
     imported.add_argument("--config", required=True, metavar="NAME",
                           help="the serving config's name to file the runs under (its newest "

@@ -1,6 +1,11 @@
-"""Run detail and Compare helpers: choosing runs, and the tables they show."""
+"""Run detail and Compare helpers: choosing runs, and the tables they show (an imported run's
+source and tool-named values among them)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -9,7 +14,7 @@ from tracker.dashboard import data, ui
 from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.errors import NotFoundError
 from tracker.metrics import REGISTRY
-from tracker.results import RunResult
+from tracker.results import IMPORT_KEY, RunResult
 from tracker.store.queries import RunDetail
 
 SUMMARY_METRICS = ("request_throughput_per_s", "output_throughput_tokens_per_s",
@@ -19,6 +24,8 @@ SUMMARY_METRICS = ("request_throughput_per_s", "output_throughput_tokens_per_s",
 COST_ENERGY_METRICS = ("usd_per_1m_output_tokens", "usd_per_1m_tokens", "joules_per_output_token",
                        "joules_per_token")
 LATENCY_COLUMNS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2el_s": "E2E latency"}
+SOURCE_COLUMNS = ("source", "source file sha256")  # an imported run's tool and file
+KEPT_ATTR = "source_values"  # the frame attribute listing the tool-prefixed value columns
 
 
 def choose_run(url: str, key: str, label: str, default: int | None) -> int:
@@ -35,10 +42,36 @@ def choose_run(url: str, key: str, label: str, default: int | None) -> int:
 
 def load_or_stop(url: str, run_id: int) -> RunDetail:
     try:
-        return data.load_run_detail(url, run_id)
+        return with_import_source(data.load_run_detail(url, run_id))
     except NotFoundError as exc:
         st.error(ui.md_text(exc))
         st.stop()
+
+
+def with_import_source(detail: RunDetail) -> RunDetail:
+    """An imported run's workloads frame with its source (tool and version, the file's sha256)
+    and the values the import kept under the tool's own names (``params.source_values``, e.g.
+    ``guidellm_time_per_output_token_median_s``), one column each; a native run as it is."""
+    found = detail.run.environment.get(IMPORT_KEY)
+    if not isinstance(found, Mapping) or detail.workloads.empty:
+        return detail
+    frame = detail.workloads.copy()
+    version = found.get("tool_version")
+    frame[SOURCE_COLUMNS[0]] = f"{found.get('tool')} {version}" if version else found.get("tool")
+    frame[SOURCE_COLUMNS[1]] = found.get("sha256")
+    kept = {w.name: _source_values(w.params) for w in detail.run.workloads}
+    names = sorted({name for values in kept.values() for name in values})
+    for name in names:
+        frame[name] = [kept.get(w, {}).get(name) for w in frame["workload"]]
+    frame.attrs[KEPT_ATTR] = names
+    return replace(detail, workloads=frame)
+
+
+def _source_values(params: Mapping[str, Any]) -> dict[str, float]:
+    found = params.get("source_values")
+    return {str(k): float(v) for k, v in found.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)} \
+        if isinstance(found, Mapping) else {}
 
 
 def summary_table(workloads: pd.DataFrame) -> pd.DataFrame:
@@ -55,6 +88,9 @@ def summary_table(workloads: pd.DataFrame) -> pd.DataFrame:
     table["duration (s)"] = workloads["duration_s"]
     table["tokens counted by"] = workloads["output_tokens_source"]
     table["errors"] = workloads["errors"]
+    for name in (*(c for c in SOURCE_COLUMNS if c in workloads),
+                 *workloads.attrs.get(KEPT_ATTR, ())):
+        table[name] = workloads[name]  # the tool's own names, units in them: shown as stored
     return table
 
 

@@ -23,30 +23,37 @@ ALL_FORMATS = FORMATS  # every format, llm-d's Benchmark Report included
 def _loaders() -> dict[str, Loader]:
     from tracker.imports.aiperf import load_aiperf
     from tracker.imports.guidellm import load_guidellm
+    from tracker.imports.inference_perf import load_inference_perf
     from tracker.imports.llmd import load_llmd
     from tracker.imports.vllm import load_vllm
     return {"vllm": load_vllm, "guidellm": load_guidellm, "aiperf": load_aiperf,
-            "llmd": load_llmd}
+            "inference-perf": load_inference_perf, "llmd": load_llmd}
 
 
 def sniff_format(source: SourceFile) -> str:
-    """``vllm``, ``guidellm``, ``aiperf`` or ``llmd`` from the file's keys; an error when none
-    fits."""
+    """``vllm``, ``guidellm``, ``aiperf``, ``inference-perf`` or ``llmd`` from the file's keys;
+    an error when none fits."""
     expected = f"a result file of {', '.join(ALL_FORMATS)} (give --format to say which)"
     first = source.text.lstrip()[:1]
     if first == "{" and "\n{" in source.text.strip() and _is_jsonl(source):
         return "aiperf"  # profile_export.jsonl: one record per line
     body = parse_json(source, expected)
+    if isinstance(body, list) and body and all(isinstance(row, Mapping) and "start_time" in row
+                                               and "info" in row for row in body):
+        return "inference-perf"  # per_request_lifecycle_metrics.json: its loader points onward
     if not isinstance(body, Mapping):
         raise source.fail(expected, f"expected a JSON object, got {type(body).__name__}")
     return _format_of(source, body, expected)
 
 
 def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> str:
+    from tracker.imports.inference_perf import is_inference_perf_report
     from tracker.imports.llmd import is_llmd_report
 
     if is_llmd_report(body):
         return "llmd"
+    if is_inference_perf_report(body):
+        return "inference-perf"
     if "mean_ttft_ms" in body:
         return "vllm"
     if isinstance(body.get("benchmarks"), list):
@@ -54,9 +61,10 @@ def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> st
     if "records" in body or isinstance(body.get("time_to_first_token"), Mapping):
         return "aiperf"
     keys = ", ".join(repr(k) for k in list(body)[:5]) or "none"
-    raise source.fail(expected, f"no 'mean_ttft_ms' (vllm), 'benchmarks' (guidellm) or "
-                                f"'time_to_first_token' (aiperf) key, nor llm-d's version "
-                                f"'0.2' report; its keys: {keys}")
+    raise source.fail(expected, f"no 'mean_ttft_ms' (vllm), 'benchmarks' (guidellm), "
+                                f"'time_to_first_token' (aiperf) or 'load_summary' "
+                                f"(inference-perf) key, nor llm-d's version '0.2' report; its "
+                                f"keys: {keys}")
 
 
 def _is_jsonl(source: SourceFile) -> bool:
