@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 def add_import_parser(sub: Subparsers) -> None:
     imported = sub.add_parser("import", help="store another tool's result file as runs (one "
                                              "per benchmark): vllm bench serve, GuideLLM, "
-                                             "AIPerf, llm-d reports")
+                                             "AIPerf, inference-perf, llm-d reports")
     imported.add_argument("file", metavar="FILE", help="the tool's result file (JSON; AIPerf: "
                                                         "profile_export_aiperf.json or .jsonl)")
     imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf", "inference-perf",
@@ -285,15 +285,16 @@ def add_gate_parsers(sub: Subparsers) -> None:
     gate.add_argument("--suite", metavar="FILE", help="baseline suite YAML (with --base/--head)")
     rounds = gate.add_mutually_exclusive_group()
     rounds.add_argument("--max-rounds", type=int, metavar="M",
-                        help="sequential (the default): run rounds of a base run then a head "
-                             "run, judged after each, and stop as soon as the verdict is clear "
+                        help="sequential (the default): run rounds of a base run and a head "
+                             "run (ABBA order), judged after each, and stop as soon as the verdict is clear "
                              "(the first regression, or every metric's ruled out or unlikely "
                              "to show in the rounds left), at most M rounds (default: 3 when "
                              "3+ earlier runs of the base on this host give the run-to-run "
                              "noise, else 6); the report says how many it took")
     rounds.add_argument("--repeats", type=int, metavar="N",
                         help="fixed design instead: exactly N rounds (N runs of each config, "
-                             "interleaved ABBA: base first in odd rounds, head first in even ones), judged once at the end")
+                             "interleaved ABBA: base first in odd rounds, head first in "
+                             "even ones), judged once at the end")
     gate.add_argument("--base-run", type=int, action="append", metavar="RUN_ID",
                       help="a stored base run (repeat for several)")
     gate.add_argument("--head-run", type=int, action="append", metavar="RUN_ID",
