@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracker.analysis.changepoint_constant import detect_constant_steps, is_bit_constant
+from tracker.analysis.changepoint_excursions import find_excursions
 from tracker.analysis.changepoint_scan import (
     Array,
     Split,
@@ -64,10 +65,11 @@ DEFAULT_MIN_SEGMENT = 5
 DEFAULT_ALPHA = 0.005
 DEFAULT_MIN_REL_CHANGE = 0.01
 LOCAL_WIDTH = 15  # nights on each side of a split that must show the jump
-LOCAL_ALPHA = 0.02  # ... significantly (rank-sum test of those nights alone)
+LOCAL_ALPHA = 0.005  # ... significantly (rank-sum test of those nights alone)
 TREND_Z = 2.5  # within-side trend this strong (standardized) means the series drifts ...
 STEP_BEYOND_TREND_Z = 2.0  # ... and then the step must stand out of the trend this much
-LOCATION_QUANTILE = 0.35  # of a lower-is-better side, for the location fit (0.65 if higher)
+TREND_WIDTH = 40  # nights on each side of a split that the drift check looks at
+LOCATION_QUANTILE = 0.5  # of a lower-is-better side, for the location fit (1 - it if higher)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,8 @@ def _relative(before: float, after: float) -> float | None:
 
 def _stands_out_of_trend(values: Array, index: int, direction: float) -> bool:
     """No drift within the sides, or a step beyond it in the same direction."""
+    start = max(0, index - TREND_WIDTH)
+    values, index = values[start:index + TREND_WIDTH], index - start
     if abs(compute_trend_z(values, index)) < TREND_Z:
         return True
     return compute_step_beyond_trend_z(values, index) * direction >= STEP_BEYOND_TREND_Z
@@ -125,18 +129,21 @@ def _accepted(values: Array, split: Split | None, settings: _Settings) -> tuple[
     return (index, split.p_value) if _is_step(values, index, settings.min_rel_change) else None
 
 
-def _segment(values: Array, settings: _Settings) -> list[int]:
-    """Binary segmentation: indices (into ``values``) of every accepted split."""
+def _candidates(values: Array, settings: _Settings) -> list[int]:
+    """Binary segmentation on significance alone: indices (into ``values``) of every split whose
+    scan is significant, located by the level fit. Whether each one is a step is judged later,
+    between its neighbours: two steps the same way look like a drift when judged together."""
     found: list[int] = []
     pending = [(0, len(values))]
     while pending:
         start, end = pending.pop()
         part = values[start:end]
-        accepted = _accepted(part, scan_segment(part, settings.min_segment), settings)
-        if accepted is None:
+        split = scan_segment(part, settings.min_segment)
+        if split is None or split.p_value >= settings.alpha:
             continue
-        found.append(start + accepted[0])
-        pending += [(start, start + accepted[0]), (start + accepted[0], end)]
+        at = start + locate_split(part, split.index, settings.min_segment, settings.quantile)
+        found.append(at)
+        pending += [(start, at), (at, end)]
     return sorted(found)
 
 
@@ -197,10 +204,13 @@ def detect_change_points(
     if is_bit_constant(series):
         points = _constant_points(series, min_segment, min_rel_change)
     else:
+        kept = ~find_excursions(series, lower_is_better)
+        positions = [p for p, keep in zip(positions, kept, strict=True) if keep]
+        series = series[kept]
         quantile = 0.5 if lower_is_better is None else \
             (LOCATION_QUANTILE if lower_is_better else 1.0 - LOCATION_QUANTILE)
         settings = _Settings(min_segment, alpha, min_rel_change, quantile)
-        found = _segment(series, settings)
+        found = _candidates(series, settings)
         points = _prune(series, found, settings) if found else []
     bounds = [0, *(index for index, _ in points), len(series)]
     result: list[ChangePoint] = []
