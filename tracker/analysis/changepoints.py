@@ -44,6 +44,7 @@ from tracker.analysis.changepoint_scan import (
     compute_scan_p_value,
     compute_step_beyond_trend_z,
     compute_trend_z,
+    compute_window_z,
     locate_split,
     rank_sum_p_value,
     scan_segment,
@@ -68,7 +69,9 @@ LOCAL_WIDTH = 15  # nights on each side of a split that must show the jump
 LOCAL_ALPHA = 0.005  # ... significantly (rank-sum test of those nights alone)
 TREND_Z = 2.5  # within-side trend this strong (standardized) means the series drifts ...
 STEP_BEYOND_TREND_Z = 2.0  # ... and then the step must stand out of the trend this much
-TREND_WIDTH = 40  # nights on each side of a split that the drift check looks at
+TREND_WIDTH = 40
+WINDOW_WIDTHS: tuple[int, ...] = (15,)
+WINDOW_Z = 3.0  # nights on each side of a split that the drift check looks at
 LOCATION_QUANTILE = 0.5  # of a lower-is-better side, for the location fit (1 - it if higher)
 
 
@@ -147,6 +150,21 @@ def _candidates(values: Array, settings: _Settings) -> list[int]:
     return sorted(found)
 
 
+def _window_candidates(values: Array, settings: _Settings) -> list[int]:
+    """Splits where a moving-window rank sum (``WINDOW_WIDTH`` nights each side) peaks above
+    ``WINDOW_Z``: a step next to a larger one, a step that reverts, or one within a drift, which
+    a scan of the whole segment places elsewhere or misses."""
+    found: list[int] = []
+    for width in WINDOW_WIDTHS:
+        z = np.abs(compute_window_z(values, width))
+        for j in np.argsort(-z):
+            if z[j] < WINDOW_Z:
+                break
+            if all(abs(width + int(j) - k) > width // 2 for k in found):
+                found.append(width + int(j))
+    return found
+
+
 def _prune(values: Array, points: list[int], settings: _Settings) -> list[tuple[int, float]]:
     """Re-scan each point between its neighbours; drop the weakest until all hold."""
     while True:
@@ -210,7 +228,8 @@ def detect_change_points(
         quantile = 0.5 if lower_is_better is None else \
             (LOCATION_QUANTILE if lower_is_better else 1.0 - LOCATION_QUANTILE)
         settings = _Settings(min_segment, alpha, min_rel_change, quantile)
-        found = _candidates(series, settings)
+        found = sorted(set(_candidates(series, settings)) |
+                       (set(_window_candidates(series, settings)) if WINDOW_WIDTHS else set()))
         points = _prune(series, found, settings) if found else []
     bounds = [0, *(index for index, _ in points), len(series)]
     result: list[ChangePoint] = []
