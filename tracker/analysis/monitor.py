@@ -23,7 +23,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from tracker.analysis.changepoint_excursions import find_excursions
 from tracker.analysis.changepoint_tail import TAIL_BEFORE, detect_recent_step
 from tracker.analysis.changepoints import (
     DEFAULT_ALPHA,
@@ -37,7 +36,6 @@ from tracker.analysis.stats import compute_median
 DEFAULT_WINDOW = 120
 DEFAULT_TOLERANCE = 3
 DEFAULT_CONFIRM = 3
-TAIL_SET_ASIDE = 1
 TAIL_ALPHA = 0.003  # of the tail test for a step among the newest nights (0: off)
 
 
@@ -113,10 +111,6 @@ class ChangeMonitor:
         start = max(latest, len(self._values) - self.window)
         kept = [i for i in positions if i >= start]
         series = np.array([self._values[i] for i in kept], dtype=np.float64)
-        if TAIL_SET_ASIDE:
-            clean = ~find_excursions(series, self.lower_is_better)
-            kept = [i for i, keep in zip(kept, clean, strict=True) if keep]
-            series = series[clean]
         found = detect_recent_step(series, self.min_segment, TAIL_ALPHA, self.min_rel_change)
         if found is None or self._known(kept[found[0]]):
             return []
