@@ -172,13 +172,19 @@ def _window_candidates(values: Array) -> list[int]:
 
 
 def _prune(values: Array, points: list[int], settings: _Settings) -> list[tuple[int, float]]:
-    """Re-scan each point between its neighbours; drop the weakest until all hold."""
+    """Re-scan each point between its neighbours; drop the weakest until all hold. Dropping a
+    point changes only its neighbours' segments, so every other verdict is kept."""
+    verdicts: dict[tuple[int, int], tuple[int, float] | None] = {}
     while True:
         bounds = [0, *points, len(values)]
         checked: list[tuple[int, float]] = []
         for i, point in enumerate(points):
-            part = values[bounds[i]:bounds[i + 2]]
-            accepted = _accepted(part, scan_segment(part, settings.min_segment), settings)
+            key = (bounds[i], bounds[i + 2])
+            if key not in verdicts:
+                part = values[key[0]:key[1]]
+                verdicts[key] = _accepted(part, scan_segment(part, settings.min_segment),
+                                          settings)
+            accepted = verdicts[key]
             checked.append((point, 1.0) if accepted is None else
                            (bounds[i] + accepted[0], accepted[1]))
         weakest = max(range(len(checked)), key=lambda i: checked[i][1], default=None)
