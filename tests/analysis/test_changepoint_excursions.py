@@ -1,5 +1,6 @@
-"""Excursions set aside before the scan, and the failure cases they and the per-neighbour step
-check fixed: a spike just before a step, two steps the same way (a staircase)."""
+"""Excursions set aside before the scan, and the failure cases they, the per-neighbour step check
+and the moving-window candidates fixed: a spike just before a step, two steps the same way (a
+staircase), a short bump before a larger step."""
 
 from __future__ import annotations
 
@@ -68,3 +69,15 @@ def test_a_drift_without_a_step_rarely_gives_a_change_point() -> None:
                   for night in range(160)]
         found += detect_change_points(values, lower_is_better=True) != []
     assert found <= 2
+
+
+def test_a_short_bump_before_a_larger_step_is_found_too() -> None:
+    """+3 % for 25 nights, back, then +6 % for good: the scan of the whole history sees the large
+    step and, in half of these series, nothing else; the moving window proposes the bump."""
+    found = 0
+    for seed in range(10):
+        values = _noisy(30 + seed, [(30, 100.0), (25, 103.0), (30, 100.0), (75, 106.0)])
+        points = [p.index for p in detect_change_points(values, lower_is_better=True)]
+        assert any(abs(at - 85) <= 2 for at in points), (seed, points)
+        found += sum(any(abs(at - want) <= 2 for at in points) for want in (30, 55)) == 2
+    assert found >= 8
