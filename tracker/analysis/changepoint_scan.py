@@ -221,8 +221,6 @@ def compute_step_beyond_trend_z(values: Array, index: int) -> float:
     return 0.0 if covariance[2, 2] <= 0.0 else float(coef[2]) / math.sqrt(covariance[2, 2])
 
 
-
-
 def compute_window_z(values: Values, width: int) -> Array:
     """``out[j]``: the standardized rank sum of ``values[k:k + width]`` against
     ``values[k - width:k]`` for ``k = width + j``, ranks within those ``2 width`` nights alone

@@ -157,7 +157,7 @@ def _candidates(values: Array, settings: _Settings) -> list[int]:
 
 
 def _window_candidates(values: Array) -> list[int]:
-    """Splits where a moving-window rank sum (``WINDOW_WIDTH`` nights each side) peaks above
+    """Splits where a moving-window rank sum (``WINDOW_WIDTHS`` nights each side) peaks above
     ``WINDOW_Z``: a step next to a larger one, a step that reverts, or one within a drift, which
     a scan of the whole segment places elsewhere or misses."""
     found: list[int] = []
@@ -222,9 +222,10 @@ def detect_change_points(
     min_rel_change: float = DEFAULT_MIN_REL_CHANGE,
     lower_is_better: bool | None = None,
 ) -> list[ChangePoint]:
-    """Change points of a whole history, oldest first. ``None`` (not measured) is skipped;
-    indices refer to positions in ``values``. ``lower_is_better`` (the metric's direction, when
-    known) is accepted for callers that have it; the detector treats both directions alike."""
+    """Change points of a whole history, oldest first. ``None`` (not measured) and excursions
+    are skipped; indices refer to positions in ``values``. ``lower_is_better`` (the metric's
+    direction, when known) says which way an excursion goes: only nights far off the bad way
+    are set aside (both ways when it is None). Steps are found in either direction alike."""
     if min_segment < 2:
         raise ValueError(f"min_segment must be >= 2 (got {min_segment})")
     positions = [i for i, v in enumerate(values) if v is not None]
@@ -240,8 +241,7 @@ def detect_change_points(
         quantile = 0.5 if lower_is_better is None else \
             (LOCATION_QUANTILE if lower_is_better else 1.0 - LOCATION_QUANTILE)
         settings = _Settings(min_segment, alpha, min_rel_change, quantile)
-        found = sorted(set(_candidates(series, settings)) |
-                       (set(_window_candidates(series)) if WINDOW_WIDTHS else set()))
+        found = sorted(set(_candidates(series, settings)) | set(_window_candidates(series)))
         points = _prune(series, found, settings) if found else []
     bounds = [0, *(index for index, _ in points), len(series)]
     result: list[ChangePoint] = []
