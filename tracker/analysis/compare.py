@@ -11,9 +11,14 @@ ratio. It picks a calibrated method for what it was given:
   pooled values: exact level for any distribution, near-optimal power for the data's own shape,
   bimodal cache hits included), with the one-step shift estimate and its interval; Mann-Whitney
   U with Hodges-Lehmann below 200 values per side;
-- one run per side, ``p90`` or ``p99``: the tail itself, by Harrell-Davis quantiles (every order
-  statistic weighted) with jackknife standard errors, studentised on as many degrees of freedom
-  as there are values beyond the quantile; ``mean``: Welch's t on the log of the means' ratio;
+- one run per side, ``p99``: the tail itself, by the exceedance test
+  (``tracker.analysis.exceedances``: how many values of each side exceed the pooled p95, p97 and
+  p98, and by how much; a permutation test, exact level for any distribution), with the
+  Harrell-Davis estimate of the p99's change and the test inverted there for its interval;
+- one run per side, ``p90`` (and a p99 whose top is too thin): Harrell-Davis quantiles (every
+  order statistic weighted) with jackknife standard errors, studentised on as many degrees of
+  freedom as there are values beyond the quantile; ``mean``: Welch's t on the log of the means'
+  ratio;
 - repeated runs (more than one on a side), and one value per run (throughput): Student's t on
   the log of each run's statistic, pooled variance, ``runs - 2`` degrees of freedom. The run is
   the unit of replication: run-to-run drift counts as noise instead of faking significance, and
@@ -35,12 +40,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tracker.analysis.exceedances import tail_shift_test
 from tracker.analysis.stats import (
     Runs,
     ShiftTest,
     compute_quantile,
     mean_ratio_test,
-    quantile_shift_test,
     score_rank_test,
     student_t_one_sided,
     student_t_quantile,
@@ -257,7 +262,7 @@ def _single_runs(request: _Request) -> _Estimate | None:
     if request.statistic == "median":
         test = score_rank_test(xs, ys, request.confidence)
     elif q is not None:
-        test = quantile_shift_test(xs, ys, q, request.confidence)
+        test = tail_shift_test(xs, ys, q, request.confidence)
     else:
         test = mean_ratio_test(base, head, request.confidence, log)
         if not log:
