@@ -221,17 +221,3 @@ def compute_step_beyond_trend_z(values: Array, index: int) -> float:
     return 0.0 if covariance[2, 2] <= 0.0 else float(coef[2]) / math.sqrt(covariance[2, 2])
 
 
-def compute_window_z(values: Values, width: int) -> Array:
-    """``out[j]``: the standardized rank sum of ``values[k:k + width]`` against
-    ``values[k - width:k]`` for ``k = width + j``, ranks within those ``2 width`` nights alone
-    (a moving-window scan: a drift or a walk moves each window's two halves by little, and a
-    step that reverts later is seen where it is). Ties get ordinal ranks, which is fine for
-    proposing splits; each is tested properly afterwards. Empty when too short."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) < 2 * width:
-        return np.empty(0)
-    windows = np.lib.stride_tricks.sliding_window_view(values, 2 * width)
-    ranks = np.argsort(np.argsort(windows, axis=1, kind="stable"), axis=1) + 1.0
-    after = ranks[:, width:].sum(axis=1) - width * (2 * width + 1) / 2.0
-    return np.asarray(after / math.sqrt(width * width * (2 * width + 1) / 12.0),
-                      dtype=np.float64)

@@ -18,7 +18,7 @@ import numpy as np
 from tracker.analysis.changepoint_constant import is_bit_constant
 from tracker.analysis.changepoint_scan import Array, compute_trend_z, rank_sum_p_value
 
-TAIL_REACH = 8  # the oldest split tested is this many nights back (a week after it)
+TAIL_REACH = 7  # the oldest split tested is this many nights back
 TAIL_BEFORE = 60  # nights before a split that it is compared with
 TAIL_TREND_Z = 2.5  # a trend this strong within the nights before: no tail step
 
