@@ -350,7 +350,11 @@ def run_client(kind: str, url: str, concurrency: int, requests: int,
     args = [sys.executable, __file__, "_client", kind, url, str(concurrency), str(requests)]
     if truth:
         args.append("--truth")
-    done = subprocess.run([*_pin(cpus, truth), *args], capture_output=True, text=True,
+    # never SCHED_FIFO for a worker pool: its forkserver and workers inherit it, and one left
+    # behind by a killed run spun at real-time priority, holding a CPU that SIGKILL could not
+    # free until its policy was lowered (seen here; `chrt -o -p 0 PID` frees it)
+    realtime = truth and not kind.startswith("tracker-w")
+    done = subprocess.run([*_pin(cpus, realtime), *args], capture_output=True, text=True,
                           check=False, timeout=600)
     if done.returncode != 0:
         raise SystemExit(f"client {kind} failed: {done.stderr[-2000:]}")

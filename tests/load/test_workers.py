@@ -122,11 +122,29 @@ def test_closed_loop_on_two_workers_sends_what_one_sends(sim_url: str) -> None:
         >= 0  # one clock origin for both processes: nothing sent before it
 
 
+CLEAN_ATTEMPTS = 3
+
+
+def measure_clean(url: str, w: Workload, workers: int) -> tuple[WorkloadResult, LoadOutcome]:
+    """A run the client-health check accepts: a run it marks client-bound (on a loaded host a
+    worker process can be descheduled for most of a second: sends late by 0.8 s were seen, and
+    flagged) measured the host, not the schedule, and the tracker makes no timing claim on it,
+    so it is measured again, ``CLEAN_ATTEMPTS`` times at most; never one it did not flag."""
+    reasons: list[str] = []
+    for _ in range(CLEAN_ATTEMPTS):
+        result, outcome = measure(url, w, workers)
+        if not result.client_bound:
+            return result, outcome
+        client = result.summary.client
+        reasons.append(str(client.reason if client is not None else None))
+    raise AssertionError(f"{workers} worker(s): every run was client-bound: {reasons}")
+
+
 def test_open_loop_on_two_workers_keeps_the_one_poisson_schedule(sim_url: str) -> None:
     rate = 100.0
     w = workload(request_rate=rate, num_requests=200)
-    one, _ = measure(sim_url, w, 1)
-    two, outcome = measure(sim_url, w, 2)
+    one, _ = measure_clean(sim_url, w, 1)
+    two, outcome = measure_clean(sim_url, w, 2)
     for result in (one, two):
         assert result.summary.completed == 200
         assert passes_poisson_check([r.start_s for r in result.records], rate)

@@ -56,7 +56,8 @@ from tracker.load.shares import (
 from tracker.results import RequestRecord
 
 START_METHOD = "forkserver"  # fork-safe (the coordinator may hold threads), cheap after the first
-START_MARGIN_S = 0.05  # t0 this far after the last worker is ready: every one is waiting by then
+START_MARGIN_S = 0.5  # t0 this far after the last worker is ready: every one is waiting by then,
+# even on a loaded host that takes a moment to schedule a woken process (0.05 s was seen late)
 PROGRESS_EVERY_S = 0.25  # a worker reports its finished requests at most this often
 STOP_TIMEOUT_S = 10.0  # a stopped worker's partial records are awaited this long
 Connection = multiprocessing.connection.Connection
