@@ -7,8 +7,8 @@ a stream whose ``error`` event names the key, a response whose broken header mak
 raise an exception quoting the key, and a good stream (so there is something to measure). The key
 lives in a variable whose name says nothing about secrets: only its use by the run makes it one.
 The exits: the SQLite file (with its WAL), the run and gate JSON, stdout and stderr of every
-command, the gate's Markdown and JUnit, a worker's log file, every dashboard page under AppTest,
-and a webhook payload caught by a real receiver.
+command, the gate's Markdown and JUnit, the bisection's JSON, both export formats, a worker's
+log file, every dashboard page under AppTest, and a webhook payload caught by a real receiver.
 """
 
 from __future__ import annotations
@@ -201,6 +201,13 @@ def test_a_key_echoed_by_the_gateway_reaches_no_exit(
                          "suite.yaml", "--repeats", "1", "--markdown", "gate.md", "--junit",
                          "gate.xml", "--json", "gate.json", "--quiet")
     assert gate.returncode in (0, 1, 3), gate.stderr
+    bisect = exits.tracker("bisect", "--base", "base.yaml", "--head", "head.yaml", "--suite",
+                           "suite.yaml", "--max-rounds", "1", "--max-probes", "2", "--markdown",
+                           "bisect.md", "--json", "bisect.json", "--quiet")
+    assert bisect.returncode in (0, 1, 3), bisect.stderr
+    for fmt in ("vllm", "llmd"):
+        export = exits.tracker("export", "1", "--format", fmt, "--out", f"export-{fmt}.json")
+        assert export.returncode == 0, export.stderr
     exits.tracker("schedule", "add", "nightly", "--cron", "0 3 * * *", "--config", "base.yaml",
                   "--config", "head.yaml", "--suite", "suite.yaml")
     exits.tracker("schedule", "run-now", "nightly")
@@ -220,8 +227,8 @@ def test_a_key_echoed_by_the_gateway_reaches_no_exit(
     bodies = _webhook_bodies(exits.url)
 
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix not in (".yaml", ".jsonl")]
-    assert {"tracker.db", "run.json", "gate.md", "gate.xml", "gate.json", "worker.log"} <= \
-        {p.name for p in files}
+    assert {"tracker.db", "run.json", "gate.md", "gate.xml", "gate.json", "worker.log",
+            "bisect.json", "export-vllm.json", "export-llmd.json"} <= {p.name for p in files}
     found = {str(p.relative_to(tmp_path)): leaks(p.read_bytes().decode("utf-8", "replace"))
              for p in files}
     found |= {f"output {i}": leaks(text) for i, text in enumerate(exits.outputs)}
