@@ -57,7 +57,7 @@ from tracker.inputs.traces import build_trace_traffic  # noqa: E402
 from tracker.load.bodies import build_request_specs  # noqa: E402
 from tracker.load.generator import Endpoint, LoadGenerator, LoadOutcome  # noqa: E402
 from tracker.load.phases import WorkloadPhases, build_plan  # noqa: E402
-from tracker.load.summary import compute_percentile  # noqa: E402
+from tracker.results import compute_percentile  # noqa: E402
 from tracker.sim import ThreadedSimServer  # noqa: E402
 
 SEED = 20251201

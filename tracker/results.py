@@ -30,7 +30,8 @@ Definitions (written once, here, and repeated in README.md and the result JSON):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -117,6 +118,37 @@ class LatencyStats:
     std_s: float
     p90_s: float
     p99_s: float
+
+
+def compute_percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) of already sorted values, linear interpolation."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    position = (len(sorted_values) - 1) * q / 100.0
+    low = math.floor(position)
+    high = math.ceil(position)
+    fraction = position - low
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
+
+
+def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
+    """Mean, median, population std, linear-interpolated p90 and p99 (``vllm bench serve``'s
+    definitions); None for no values. Here, beside ``LatencyStats``, so a run's summary and an
+    imported tool's per-request values are summarised by one function."""
+    data = sorted(values)
+    if not data:
+        return None
+    count = len(data)
+    mean = math.fsum(data) / count
+    variance = math.fsum((v - mean) ** 2 for v in data) / count
+    return LatencyStats(
+        count=count,
+        mean_s=mean,
+        median_s=compute_percentile(data, 50),
+        std_s=math.sqrt(variance),
+        p90_s=compute_percentile(data, 90),
+        p99_s=compute_percentile(data, 99),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,10 @@ import pytest
 
 from tracker.load.summary import (
     compute_input_token_overhead,
-    compute_latency_stats,
-    compute_percentile,
     compute_workload_summary,
 )
 from tracker.metrics import REGISTRY, Direction, compute_summary_metrics
-from tracker.results import RequestRecord, TokenSource
+from tracker.results import RequestRecord, TokenSource, compute_latency_stats, compute_percentile
 
 
 def ok(index: int, ttft: float, e2el: float, out: int, itl: tuple[float, ...] = (),

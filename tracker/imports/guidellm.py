@@ -27,10 +27,14 @@ from tracker.imports.source import (
     optional_number,
     parse_json,
     require_object,
-    sample_stats,
 )
 from tracker.redaction import redact_text
-from tracker.results import RequestRecord, WorkloadResult, WorkloadSummary
+from tracker.results import (
+    RequestRecord,
+    WorkloadResult,
+    WorkloadSummary,
+    compute_latency_stats,
+)
 
 EXPECTED = "a GuideLLM benchmarks report (JSON with 'benchmarks')"
 KEPT = {  # GuideLLM summary metric -> scale to seconds (None: a rate, kept as it is)
@@ -124,9 +128,9 @@ def _summary(metrics: Mapping[str, Any], records: Sequence[RequestRecord], compl
                                              output_tokens, duration_s),
         total_token_throughput_tokens_per_s=_rate(metrics, "tokens_per_second",
                                                   input_tokens + output_tokens, duration_s),
-        ttft=sample_stats(r.ttft_s for r in ok if r.ttft_s is not None),
-        tpot=sample_stats(t for r in ok if (t := r.tpot_s) is not None), itl=None,
-        e2el=sample_stats(r.e2el_s for r in ok if r.e2el_s is not None),
+        ttft=compute_latency_stats(r.ttft_s for r in ok if r.ttft_s is not None),
+        tpot=compute_latency_stats(t for r in ok if (t := r.tpot_s) is not None), itl=None,
+        e2el=compute_latency_stats(r.e2el_s for r in ok if r.e2el_s is not None),
         output_tokens_source=None, input_tokens_source=None,
         errors=_errors(records, failed))
 

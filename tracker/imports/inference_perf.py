@@ -30,11 +30,16 @@ from tracker.imports.source import (
     parse_json,
     read_source,
     require_object,
-    sample_stats,
     utc,
 )
 from tracker.redaction import redact_text
-from tracker.results import RequestRecord, TokenSource, WorkloadResult, WorkloadSummary
+from tracker.results import (
+    RequestRecord,
+    TokenSource,
+    WorkloadResult,
+    WorkloadSummary,
+    compute_latency_stats,
+)
 
 EXPECTED = "an inference-perf lifecycle report (JSON with 'load_summary' and 'successes')"
 PER_REQUEST = "per_request_lifecycle_metrics.json"
@@ -104,10 +109,10 @@ def _summary(body: Mapping[str, Any], records: Sequence[RequestRecord],
         request_throughput_per_s=optional_number(throughput, "requests_per_sec"),
         output_throughput_tokens_per_s=optional_number(throughput, "output_tokens_per_sec"),
         total_token_throughput_tokens_per_s=optional_number(throughput, "total_tokens_per_sec"),
-        ttft=sample_stats(r.ttft_s for r in ok if r.ttft_s is not None),
-        tpot=sample_stats(t for r in ok if (t := r.tpot_s) is not None),
-        itl=sample_stats(gap for r in ok for gap in r.itl_s),
-        e2el=sample_stats(r.e2el_s for r in ok if r.e2el_s is not None),
+        ttft=compute_latency_stats(r.ttft_s for r in ok if r.ttft_s is not None),
+        tpot=compute_latency_stats(t for r in ok if (t := r.tpot_s) is not None),
+        itl=compute_latency_stats(gap for r in ok for gap in r.itl_s),
+        e2el=compute_latency_stats(r.e2el_s for r in ok if r.e2el_s is not None),
         output_tokens_source=source, input_tokens_source=source,
         errors={"inference_perf_error": failed} if failed else {})
 

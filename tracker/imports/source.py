@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -120,25 +120,6 @@ def latency_stats(count: int, values_s: Mapping[str, float | None]) -> LatencySt
         return None
     mean_s, median_s, std_s, p90_s, p99_s = (float(v) for v in found if v is not None)
     return LatencyStats(count, mean_s, median_s, std_s, p90_s, p99_s)
-
-
-def sample_stats(values_s: Iterable[float]) -> LatencyStats | None:
-    """The tracker's statistics of per-request values (as ``tracker.load.summary``): mean,
-    median, population std, linear-interpolated p90 and p99; None for no values."""
-    data = sorted(values_s)
-    if not data:
-        return None
-    count = len(data)
-    mean = math.fsum(data) / count
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in data) / count)
-    return LatencyStats(count, mean, _percentile(data, 50), std, _percentile(data, 90),
-                        _percentile(data, 99))
-
-
-def _percentile(data: list[float], q: float) -> float:
-    position = (len(data) - 1) * q / 100.0
-    low, high = math.floor(position), math.ceil(position)
-    return data[low] + (data[high] - data[low]) * (position - low)
 
 
 def utc(value: datetime) -> datetime:

@@ -18,8 +18,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from tracker.load.summary import compute_percentile
-from tracker.results import ClientHealth
+from tracker.results import ClientHealth, compute_percentile
 
 LOOP_TICK_S = 0.010  # the watchdog timer's period
 LOOP_LAG_LIMIT_S = 0.020  # p99 lag above this: the event loop was too busy to stamp on time

@@ -1,47 +1,25 @@
 """Per-workload summaries from request records (pure; vLLM ``bench serve`` semantics).
 
-Percentiles interpolate linearly between order statistics (numpy's default) and the standard
-deviation is the population one (``ddof=0``), as ``vllm bench serve`` computes them, so numbers
+Latency statistics (``tracker.results.compute_latency_stats``, which imported tools' per-request
+values share): percentiles interpolate linearly between order statistics (numpy's default) and
+the standard deviation is the population one (``ddof=0``), as ``vllm bench serve`` computes them, so numbers
 can be compared with it. Only successful requests enter latency statistics and token totals.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from tracker.load.slo import Slo, compute_goodput
-from tracker.results import ClientHealth, LatencyStats, RequestRecord, TokenSource, WorkloadSummary
-
-
-def compute_percentile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) of already sorted values, linear interpolation."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    position = (len(sorted_values) - 1) * q / 100.0
-    low = math.floor(position)
-    high = math.ceil(position)
-    fraction = position - low
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
-
-
-def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
-    data = sorted(values)
-    if not data:
-        return None
-    count = len(data)
-    mean = math.fsum(data) / count
-    variance = math.fsum((v - mean) ** 2 for v in data) / count
-    return LatencyStats(
-        count=count,
-        mean_s=mean,
-        median_s=compute_percentile(data, 50),
-        std_s=math.sqrt(variance),
-        p90_s=compute_percentile(data, 90),
-        p99_s=compute_percentile(data, 99),
-    )
+from tracker.results import (
+    ClientHealth,
+    RequestRecord,
+    TokenSource,
+    WorkloadSummary,
+    compute_latency_stats,
+)
 
 
 def compute_token_source(sources: Iterable[TokenSource | None]) -> TokenSource | None:

@@ -12,12 +12,17 @@ from typing import Any
 
 from tracker.load.summary import (
     compute_input_token_overhead,
-    compute_latency_stats,
     compute_turn_summaries,
 )
 from tracker.metrics import compute_hit_rate, compute_request_hit_rate
 from tracker.redaction import redact_optional
-from tracker.results import LatencyStats, RequestRecord, RunResult, WorkloadResult
+from tracker.results import (
+    LatencyStats,
+    RequestRecord,
+    RunResult,
+    WorkloadResult,
+    compute_latency_stats,
+)
 
 LOAD_DEFINITIONS = {
     "scheduled_ttft": "open loop only: time to first token from the request's planned start, so "
