@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +50,7 @@ from tracker.gate.gating import (
     build_gate_result,
 )
 from tracker.gate.rounds import run_rounds
-from tracker.inputs.config_diff import Change, compute_config_diff
+from tracker.inputs.config_diff import Change, compute_config_diff, flatten_paths
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.inputs.suites import LoadedSuite
 from tracker.inputs.yamlfile import validate_model
@@ -81,17 +81,6 @@ def compute_probe_options(options: GateOptions, budget: BisectBudget) -> GateOpt
     return replace(options, confidence=1.0 - alpha)
 
 
-def _flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Leaf paths as ``tracker.inputs.config_diff`` names them (an empty mapping is a leaf)."""
-    flat: dict[str, Any] = {}
-    for key, value in node.items():
-        if isinstance(value, Mapping) and value:
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def _apply(body: dict[str, Any], path: str, value: Any) -> None:
     parts = path.split(".")
     node = body
@@ -112,7 +101,7 @@ def build_probe_config(base: LoadedConfig, head: LoadedConfig, fields: Sequence[
                        label: str) -> LoadedConfig:
     """The base with the head's value of each of ``fields``; ``ConfigError`` if refused."""
     body = copy.deepcopy(dict(base.canonical))
-    values = _flatten(head.canonical)
+    values = flatten_paths(head.canonical)
     for path in fields:
         _apply(body, path, values.get(path, _ABSENT))
     body["name"] = f"{body['name']}{PROBE_SUFFIX}"  # not a point of the base's nightly series

@@ -73,7 +73,7 @@ def compute_config_diff(old: Mapping[str, Any], new: Mapping[str, Any], *,
                         ignore: frozenset[str] = frozenset()) -> list[Change]:
     """Every leaf key whose value differs, sorted by path, values redacted; keys whose last
     part is in ``ignore`` are left out."""
-    before, after = _flatten(old), _flatten(new)
+    before, after = flatten_paths(old), flatten_paths(new)
     changes = []
     for path in sorted(set(before) | set(after)):
         if path.rsplit(".", 1)[-1] in ignore:
@@ -84,12 +84,13 @@ def compute_config_diff(old: Mapping[str, Any], new: Mapping[str, Any], *,
     return changes
 
 
-def _flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_paths(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every leaf by its dotted path (``engine.max_num_seqs``); an empty mapping is a leaf."""
     flat: dict[str, Any] = {}
     for key, value in node.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
-            flat.update(_flatten(value, path + "."))
+            flat.update(flatten_paths(value, path + "."))
         else:
             flat[path] = value
     return flat
