@@ -276,10 +276,21 @@ def _one_line(exc: BaseException, url: str) -> str:
 # --- schema revision -----------------------------------------------------------------------
 
 
+def migrations_location() -> str:
+    """The revisions: the checkout's ``migrations/`` when the tracker runs from a source tree
+    (beside ``pyproject.toml``), else the installed package's (``tracker._migrations``). An
+    editable install maps ``tracker._migrations`` to the checkout it was made from, so another
+    checkout on ``PYTHONPATH`` would otherwise run its code against that one's schema."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "migrations" / "env.py").is_file():
+        return str(root / "migrations")
+    return str(resources.files("tracker._migrations"))
+
+
 def alembic_config(url: str) -> Config:
-    """An Alembic config for ``url`` whose scripts come from the installed package."""
+    """An Alembic config for ``url`` whose scripts are ``migrations_location()``."""
     config = Config()
-    config.set_main_option("script_location", str(resources.files("tracker._migrations")))
+    config.set_main_option("script_location", migrations_location())
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 
