@@ -1,7 +1,7 @@
 """Bisections: which fields of a config diff made a gate regress, and the runs that showed it.
 
 Imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``) sees
-it; the schema, like every table's, is owned by ``migrations/`` (revision 0010).
+it; the schema, like every table's, is owned by ``migrations/`` (revisions 0010 and 0011).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from tracker.store.models import Base, UTCDateTime
 
-BISECTION_OUTCOMES = ("no_regression", "not_measured", "found", "narrowed")
+BISECTION_OUTCOMES = ("no_regression", "not_measured", "found", "narrowed", "failed",
+                      "interrupted")
 BISECTION_ROLES = ("base", "head", "control", "probe")
 
 

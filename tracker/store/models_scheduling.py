@@ -19,6 +19,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from tracker.store.models import Base, UTCDateTime
 
 REQUEST_STATUSES = ("queued", "running", "done", "failed")
+REQUEST_KINDS = ("run", "bisect")
 DELIVERY_STATUSES = ("sent", "failed")
 
 
@@ -34,17 +35,22 @@ class ScheduleModel(Base):
     repeats: Mapped[int] = mapped_column(Integer)
     labels: Mapped[dict[str, str]] = mapped_column(JSON)  # a worker must carry every one
     source: Mapped[str] = mapped_column(Text)  # the schedules file it came from, or "cli"
+    # the ``bisect:`` option ({"enabled", "max_probes", "max_minutes"}); None: not set (off)
+    bisect: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_fired_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
 
 
 class RunRequestModel(Base):
-    """One config x suite run to be done; ``slot_at`` is NULL for ``run-now`` requests."""
+    """One job to be done: a config x suite run (``kind`` ``run``; ``slot_at`` is NULL for
+    ``run-now`` requests), or a bisection between two stored config versions (``bisect``: its
+    versions and budget in ``job``, queued once per ``job_key``)."""
 
     __tablename__ = "run_requests"
     __table_args__ = (
         CheckConstraint(f"status IN {REQUEST_STATUSES!r}", name="status"),
+        CheckConstraint(f"kind IN {REQUEST_KINDS!r}", name="kind"),
         UniqueConstraint("schedule_name", "slot_at", "position"),
         Index("ix_run_requests_status_id", "status", "id"),
     )
@@ -70,6 +76,11 @@ class RunRequestModel(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     error: Mapped[str | None] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16), server_default="run")
+    job: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    job_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    bisection_id: Mapped[int | None] = mapped_column(
+        ForeignKey("bisections.id", ondelete="SET NULL"))
 
 
 class AlertDeliveryModel(Base):

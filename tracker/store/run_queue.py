@@ -27,6 +27,11 @@ from tracker.store.runs import finish_run
 MAX_ATTEMPTS = 2  # a request whose worker died is requeued once, then marked failed
 
 
+class RequestKind(StrEnum):
+    RUN = "run"  # a config x suite run
+    BISECT = "bisect"  # a bisection between two stored config versions (``job``)
+
+
 class RequestStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -69,6 +74,10 @@ class RunRequest(RequestedRun):
     finished_at: datetime | None
     run_id: int | None
     error: str | None
+    kind: RequestKind = RequestKind.RUN
+    job: Mapping[str, Any] | None = None  # what a non-run job needs
+    job_key: str | None = None
+    bisection_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +113,20 @@ def enqueue_requests(session: Session, schedule_name: str | None, slot_at: datet
         if inserted is not None:
             ids.append(inserted)
     return ids
+
+
+def enqueue_job(session: Session, schedule_name: str | None, request: NewRequest,
+                kind: RequestKind, job: Mapping[str, Any], job_key: str, now: datetime
+                ) -> int | None:
+    """Queue one job of ``kind`` (not a slot's run) once per ``job_key``: None when a job with
+    that key was ever queued (whatever became of it), else its id."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    values = {**_request_values(request, schedule_name, None, now), "kind": kind.value,
+              "job": dict(job), "job_key": job_key}
+    statement = dialect.insert(RunRequestModel).values(**values).on_conflict_do_nothing(
+        index_elements=["job_key"]).returning(RunRequestModel.id)
+    inserted: int | None = session.execute(statement).scalar_one_or_none()
+    return inserted
 
 
 def _request_values(request: NewRequest, schedule_name: str | None, slot_at: datetime | None,
@@ -167,6 +190,12 @@ def link_run(session: Session, request_id: int, worker_id: str, run_id: int) -> 
     result = session.execute(update(RunRequestModel).where(_owned(request_id, worker_id))
                              .values(run_id=run_id))
     return bool(getattr(result, "rowcount", 0))
+
+
+def link_bisection(session: Session, request_id: int, bisection_id: int) -> None:
+    """The bisection a ``bisect`` request stored (kept even if the request was reaped since)."""
+    session.execute(update(RunRequestModel).where(RunRequestModel.id == request_id)
+                    .values(bisection_id=bisection_id))
 
 
 def finish_request(session: Session, request_id: int, worker_id: str, status: RequestStatus,
@@ -281,4 +310,5 @@ def _request(row: RunRequestModel) -> RunRequest:
         labels=dict(row.labels), status=RequestStatus(row.status), attempts=row.attempts,
         worker_id=row.worker_id, gpus=row.gpus, enqueued_at=row.enqueued_at,
         claimed_at=row.claimed_at, heartbeat_at=row.heartbeat_at, finished_at=row.finished_at,
-        run_id=row.run_id, error=row.error)
+        run_id=row.run_id, error=row.error, kind=RequestKind(row.kind), job=row.job,
+        job_key=row.job_key, bisection_id=row.bisection_id)

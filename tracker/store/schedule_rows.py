@@ -18,6 +18,20 @@ from tracker.store.models_scheduling import ScheduleModel
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleBisect:
+    """A schedule's ``bisect:`` option: after a confirmed regression at a config change of
+    several fields, queue one bisection of the two versions with this budget."""
+
+    enabled: bool
+    max_probes: int
+    max_minutes: float | None  # None: no limit on time
+
+    def as_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "max_probes": self.max_probes,
+                "max_minutes": self.max_minutes}
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduleRow:
     name: str
     cron: str
@@ -29,6 +43,7 @@ class ScheduleRow:
     source: str  # the schedules file it came from, or "cli"
     last_fired_at: datetime | None = None
     last_error: str | None = None
+    bisect: ScheduleBisect | None = None  # None: not set (off)
 
 
 def save_schedule(session: Session, row: ScheduleRow, now: datetime) -> None:
@@ -37,6 +52,7 @@ def save_schedule(session: Session, row: ScheduleRow, now: datetime) -> None:
         "cron": row.cron, "timezone": row.timezone, "configs": list(row.configs),
         "suites": list(row.suites), "repeats": row.repeats, "labels": dict(row.labels),
         "source": row.source, "updated_at": now,
+        "bisect": None if row.bisect is None else row.bisect.as_json(),
     }
     found = session.scalar(select(ScheduleModel).where(ScheduleModel.name == row.name))
     if found is None:
@@ -77,7 +93,16 @@ def fetch_schedule(session: Session, name: str) -> ScheduleRow | None:
 
 def _schedule(row: ScheduleModel) -> ScheduleRow:
     return ScheduleRow(row.name, row.cron, row.timezone, tuple(row.configs), tuple(row.suites),
-                       row.repeats, dict(row.labels), row.source, row.last_fired_at, row.last_error)
+                       row.repeats, dict(row.labels), row.source, row.last_fired_at, row.last_error,
+                       _bisect(row.bisect))
+
+
+def _bisect(stored: Mapping[str, Any] | None) -> ScheduleBisect | None:
+    if stored is None:
+        return None
+    minutes = stored.get("max_minutes")
+    return ScheduleBisect(bool(stored.get("enabled")), int(stored["max_probes"]),
+                          None if minutes is None else float(minutes))
 
 
 def mark_schedule_fired(session: Session, name: str, fired_at: datetime, error: str | None) -> None:
