@@ -10,6 +10,10 @@ A ``schedules.yaml``::
         suites: [baselines/chat-short.yaml, baselines/batch-throughput.yaml]
         repeats: 3                 # runs of each config x suite per slot (the noise estimate)
         labels: {gpu: h100}        # only workers started with --labels gpu=h100 take them
+        bisect:                    # optional; off by default (see docs/scheduling.md)
+          enabled: true            # a confirmed regression at a config change of 2+ fields
+          max_probes: 12           #   queues one bisection of the two versions
+          max_minutes: 120
 
 Paths are relative to the file. Validated once here (``extra="forbid"``); inside, a schedule is
 a ``tracker.store.schedule_rows.ScheduleRow`` with absolute paths.
@@ -25,13 +29,22 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from tracker.errors import ConfigError
+from tracker.gate.probes import DEFAULT_MAX_PROBES
 from tracker.inputs.configs import NAME_PATTERN, load_config
 from tracker.inputs.suites import load_suite
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model, where
-from tracker.store.schedule_rows import ScheduleRow
+from tracker.store.schedule_rows import ScheduleBisect, ScheduleRow
 
 LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CRON_FIELDS = ("minute", "hour", "day", "month", "day_of_week")
@@ -59,6 +72,19 @@ def parse_timezone(name: str) -> ZoneInfo:
                          "Europe/Berlin") from None
 
 
+class BisectSpec(BaseModel):
+    """``bisect:``: queue a bisection after a confirmed regression at a config change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    max_probes: PositiveInt = DEFAULT_MAX_PROBES  # tracker bisect's own default
+    max_minutes: PositiveFloat | None = None  # None: no limit on time
+
+    def as_row(self) -> ScheduleBisect:
+        return ScheduleBisect(self.enabled, self.max_probes, self.max_minutes)
+
+
 class ScheduleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -69,6 +95,7 @@ class ScheduleSpec(BaseModel):
     suites: list[str] = Field(min_length=1)
     repeats: PositiveInt = 1
     labels: dict[str, str] = Field(default_factory=dict)
+    bisect: BisectSpec = Field(default_factory=BisectSpec)
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -134,7 +161,7 @@ def build_schedule_row(spec: ScheduleSpec, base: Path, source: str) -> ScheduleR
     for suite in suites:
         load_suite(suite)
     return ScheduleRow(spec.name, spec.cron, spec.timezone, configs, suites, spec.repeats,
-                       dict(spec.labels), source)
+                       dict(spec.labels), source, bisect=spec.bisect.as_row())
 
 
 def parse_labels(text: str | None, option: str = "--labels") -> dict[str, str]:
