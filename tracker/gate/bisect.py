@@ -49,6 +49,7 @@ class BisectOutcome(StrEnum):
     NOT_MEASURED = "not_measured"  # the gate could not measure the head against the base
     FOUND = "found"  # the smallest set(s) of fields that explain the regression
     NARROWED = "narrowed"  # the budget ran out, or probes could not be resolved: a superset
+    INTERRUPTED = "interrupted"  # stopped (Ctrl-C, SIGTERM) while probing: the probes so far
 
 
 @dataclass(frozen=True, slots=True)

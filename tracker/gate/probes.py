@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.analysis import Outcome, Verdict
-from tracker.errors import ConfigError, MeasurementError, UsageError
+from tracker.errors import ConfigError, MeasurementError, RunInterrupted, UsageError
 from tracker.gate.bisect import (
     BisectOutcome,
     BudgetSpent,
@@ -104,9 +104,24 @@ def build_probe_config(base: LoadedConfig, head: LoadedConfig, fields: Sequence[
     values = flatten_paths(head.canonical)
     for path in fields:
         _apply(body, path, values.get(path, _ABSENT))
-    body["name"] = f"{body['name']}{PROBE_SUFFIX}"  # not a point of the base's nightly series
+    if not str(body["name"]).endswith(PROBE_SUFFIX):  # not a point of the base's nightly series
+        body["name"] = f"{body['name']}{PROBE_SUFFIX}"
     config = validate_model(ServingConfig, body, Path(label), {})
     return build_loaded_config(config, label)
+
+
+def _as_given(loaded: LoadedConfig) -> LoadedConfig:
+    return loaded
+
+
+@dataclass(frozen=True, slots=True)
+class BisectionOrigin:
+    """What a bisection is stored under when its sides were renamed to run it (the nightly
+    bisection runs ``NAME.probe`` sides, out of the series): the series' name and versions."""
+
+    config_name: str
+    base_version: str
+    head_version: str
 
 
 @dataclass
@@ -122,15 +137,24 @@ class ProbeRunner:
     row: tuple[str, str]  # (workload, metric) of the gate's failing row
     budget: BisectBudget
     quiet: bool = True
+    place: Callable[[LoadedConfig], LoadedConfig] = _as_given  # e.g. a worker's GPUs
+    stopping: Callable[[], bool] = lambda: False  # asked to stop: no further probe starts
     clock: Callable[[], float] = time.monotonic
     runs: list[tuple[int | None, str, int]] = field(default_factory=list)  # probe, role, run
+    judged: list[Probe] = field(default_factory=list)  # every probe judged, in order
     started_s: float | None = None
 
     def __call__(self, fields: tuple[str, ...], number: int) -> ProbeJudgement:
+        judgement = self._judge(fields, number)
+        self.judged.append(Probe(number, fields, judgement))
+        return judgement
+
+    def _judge(self, fields: tuple[str, ...], number: int) -> ProbeJudgement:
         self._check_budget(number)
         label = f"probe {number}"
         try:
-            loaded = build_probe_config(self.base.loaded, self.head.loaded, fields, label)
+            loaded = self.place(build_probe_config(self.base.loaded, self.head.loaded, fields,
+                                                   label))
         except ConfigError as exc:
             return ProbeJudgement(ProbeOutcome.INVALID, redact_text(str(exc)))
         try:
@@ -147,6 +171,8 @@ class ProbeRunner:
                        probe_run_ids=result.head_run_ids)
 
     def _check_budget(self, number: int) -> None:
+        if self.stopping():
+            raise RunInterrupted(f"stopped before probe {number}")
         now = self.clock()
         if self.started_s is None:
             self.started_s = now
@@ -208,9 +234,16 @@ def compute_failing_row(result: GateResult) -> GateRow | None:
 
 def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
                   gate: GateResult, design: GateDesign, options: GateOptions,
-                  budget: BisectBudget, *, quiet: bool = True) -> BisectResult:
+                  budget: BisectBudget, *, quiet: bool = True,
+                  place: Callable[[LoadedConfig], LoadedConfig] = _as_given,
+                  origin: BisectionOrigin | None = None,
+                  stopping: Callable[[], bool] = lambda: False) -> BisectResult:
     """Bisect the gate's regression over the diff's fields (no probe when it did not regress),
-    and store the bisection with every run it made, the gate's own included."""
+    and store the bisection with every run it made, the gate's own included. ``place`` is
+    applied to every probe config (a worker's GPUs); ``origin``: stored under these names;
+    ``stopping()`` true: no further probe starts. Interrupted (Ctrl-C, SIGTERM, ``stopping``)
+    while probing, it is stored as ``interrupted`` with the probes judged so far, and
+    ``RunInterrupted`` raised."""
     changes = tuple(compute_config_diff(base.loaded.canonical, head.loaded.canonical))
     probe_options = compute_probe_options(options, budget)
     row = compute_failing_row(gate)
@@ -225,18 +258,33 @@ def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loa
     else:
         key = (row.workload, row.metric)
         runner = ProbeRunner(engine, base, head, suite, design, probe_options, key, budget,
-                             quiet=quiet)
-        found = search_culprits([c.path for c in changes], runner, row.verdict)
-        result = BisectResult(found.outcome, key, f"{row.workload} {row.label}", row.verdict,
+                             quiet=quiet, place=place, stopping=stopping)
+        label = f"{row.workload} {row.label}"
+        try:
+            found = search_culprits([c.path for c in changes], runner, row.verdict)
+        except (RunInterrupted, KeyboardInterrupt) as exc:
+            stopped = BisectResult(
+                BisectOutcome.INTERRUPTED, key, label, row.verdict, changes, (),
+                tuple(runner.judged), f"interrupted after {len(runner.judged)} probes",
+                probe_options.confidence, tuple(runner.runs))
+            stored_id = _save(engine, _stored(stopped, base, head, suite, gate, origin))
+            what = str(exc) or "interrupted"
+            raise RunInterrupted(f"{what}; bisection {stored_id} stored as interrupted with "
+                                 f"its {len(runner.judged)} probes judged so far") from None
+        result = BisectResult(found.outcome, key, label, row.verdict,
                               changes, found.culprits, found.probes, found.stop_reason,
                               probe_options.confidence, tuple(runner.runs))
-    with Session(engine) as session, session.begin():
-        stored = save_bisection(session, _stored(result, base, head, suite, gate))
+    stored = _save(engine, _stored(result, base, head, suite, gate, origin))
     return replace(result, bisection_id=stored)
 
 
+def _save(engine: Engine, bisection: StoredBisection) -> int:
+    with Session(engine) as session, session.begin():
+        return save_bisection(session, bisection)
+
+
 def _stored(result: BisectResult, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
-            gate: GateResult) -> StoredBisection:
+            gate: GateResult, origin: BisectionOrigin | None) -> StoredBisection:
     culprits = tuple({"fields": list(c.fields), "share": c.share,
                       "share_interval": None if c.share_interval is None
                       else list(c.share_interval)} for c in result.culprits)
@@ -246,8 +294,10 @@ def _stored(result: BisectResult, base: ConfigSide, head: ConfigSide, suite: Loa
     runs = [*((None, "base", run_id) for run_id in gate.base_run_ids),
             *((None, "head", run_id) for run_id in gate.head_run_ids),
             *((number, role, run_id) for number, role, run_id in result.runs)]
+    origin = origin or BisectionOrigin(base.loaded.config.name, base.loaded.version,
+                                       head.loaded.version)
     return StoredBisection(
-        base.loaded.config.name, suite.suite.name, base.loaded.version, head.loaded.version,
+        origin.config_name, suite.suite.name, origin.base_version, origin.head_version,
         None if result.row is None else result.row[0],
         None if result.row is None else result.row[1], result.outcome.value,
         result.stop_reason, culprits, probes, datetime.now(UTC), tuple(runs))

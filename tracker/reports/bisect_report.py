@@ -22,6 +22,7 @@ HEADLINES = {
     BisectOutcome.NOT_MEASURED: "could not measure, nothing to bisect",
     BisectOutcome.FOUND: "culprit found",
     BisectOutcome.NARROWED: "narrowed, not isolated",
+    BisectOutcome.INTERRUPTED: "interrupted, the probes so far",
 }
 
 
