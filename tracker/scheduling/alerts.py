@@ -172,24 +172,67 @@ async def post_webhook(settings: WebhookSettings, payload: Mapping[str, Any]
 def deliver_alerts(engine: Engine, alerts: Sequence[RegressionAlert],
                    settings: WebhookSettings) -> list[AlertDelivery]:
     """Send each alert and record the outcome; never raises for a failed delivery."""
-    deliveries: list[AlertDelivery] = []
-    for alert in alerts:
-        payload = render_slack_payload(alert)
-        attempt, count = run_async(post_webhook(settings, payload))
-        delivery = AlertDelivery(alert.run_id, settings.destination,
-                                 "sent" if attempt.ok else "failed", count, attempt.http_status,
-                                 attempt.error, {"alert": _alert_json(alert), "message": payload},
-                                 datetime.now(UTC))
-        if attempt.ok:
-            log.info("alert for run %d (%s) sent to %s", alert.run_id, alert.metric,
-                     settings.destination)
-        else:
-            log.error("alert for run %d (%s) to %s failed after %d attempts: %s", alert.run_id,
-                      alert.metric, settings.destination, count, attempt.error)
-        with Session(engine) as session, session.begin():
-            save_alert_delivery(session, delivery)
-        deliveries.append(delivery)
-    return deliveries
+    return [_deliver(engine, settings, alert.run_id, alert.metric, _alert_json(alert),
+                     render_slack_payload(alert)) for alert in alerts]
+
+
+def _deliver(engine: Engine, settings: WebhookSettings, run_id: int | None, what: str,
+             alert: Mapping[str, Any], payload: Mapping[str, Any]) -> AlertDelivery:
+    attempt, count = run_async(post_webhook(settings, payload))
+    delivery = AlertDelivery(run_id, settings.destination, "sent" if attempt.ok else "failed",
+                             count, attempt.http_status, attempt.error,
+                             {"alert": dict(alert), "message": dict(payload)}, datetime.now(UTC))
+    if attempt.ok:
+        log.info("alert for run %s (%s) sent to %s", run_id, what, settings.destination)
+    else:
+        log.error("alert for run %s (%s) to %s failed after %d attempts: %s", run_id, what,
+                  settings.destination, count, attempt.error)
+    with Session(engine) as session, session.begin():
+        save_alert_delivery(session, delivery)
+    return delivery
+
+
+# --- a nightly bisection's result ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BisectionAlert:
+    """A nightly bisection that finished: which fields did it, or why it could not say."""
+
+    run_id: int | None  # the nightly run after which it was queued
+    bisection_id: int | None
+    config: str  # the series' config name
+    suite: str
+    base_version: str
+    head_version: str
+    outcome: str  # tracker.gate.bisect.BisectOutcome, or "failed"
+    summary: str  # "culprit: engine.max_num_seqs (98% of it)"
+    row: str | None = None  # the failing row bisected: "busy TTFT median"
+
+
+def render_bisection_text(alert: BisectionAlert) -> str:
+    where = (f"{alert.config} {alert.base_version[:12]} → {alert.head_version[:12]} x "
+             f"{alert.suite}")
+    row = f" on {alert.row}" if alert.row else ""
+    stored = f"bisection {alert.bisection_id}" if alert.bisection_id is not None else "not stored"
+    return (f":mag: Bisection of {where}{row}: {redact_one_line(alert.summary)}\n"
+            f"{stored}; after run {alert.run_id}")
+
+
+def deliver_bisection_alert(engine: Engine, alert: BisectionAlert,
+                            settings: WebhookSettings | None) -> AlertDelivery | None:
+    """Send (and record) the bisection's message; never raises (the bisection is stored)."""
+    if settings is None:
+        return None
+    text = render_bisection_text(alert)
+    payload = {"text": text,
+               "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
+    try:
+        return _deliver(engine, settings, alert.run_id, "bisection", asdict(alert), payload)
+    except Exception:  # the job boundary: log it, keep the bisection
+        log.exception("the alert for bisection %s could not be sent or recorded",
+                      alert.bisection_id)
+        return None
 
 
 def _alert_json(alert: RegressionAlert) -> dict[str, Any]:

@@ -23,27 +23,33 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from tracker.errors import StoreLockedError, TrackerError
+from tracker.errors import RunInterrupted, StoreLockedError, TrackerError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
 from tracker.jobs.execute import StoreSink, register_inputs
 from tracker.results import RunResult
 from tracker.runner.suite_runner import RunOutcome, SuiteRunner
 from tracker.scheduling.alerts import (
+    BisectionAlert,
     RegressionSource,
     WebhookSettings,
     alert_after_run,
     analysis_regressions,
+    deliver_bisection_alert,
 )
 from tracker.scheduling.defaults import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S
+from tracker.scheduling.nightly_bisect import queue_bisections, run_bisection_request
 from tracker.scheduling.queueing import Heartbeat, load_request_inputs, reap_stale, utc_now
+from tracker.scheduling.signals import kept_signal_handlers
 from tracker.store.db import retry_when_locked
 from tracker.store.run_queue import (
+    RequestKind,
     RequestStatus,
     RunRequest,
     claim_request,
     count_open_requests,
     finish_request,
+    link_bisection,
     link_run,
     release_request,
 )
@@ -171,6 +177,9 @@ class Worker:
             return count_open_requests(session, self.settings.labels) == 0
 
     def process(self, request: RunRequest) -> None:
+        if request.kind is RequestKind.BISECT:
+            self.process_bisection(request)
+            return
         self.emit(f"request {request.id}: {request.config_name} x {request.suite_name} "
                   f"(attempt {request.attempts}) on {self.worker_id}")
         sinks: list[RequestSink] = []
@@ -193,6 +202,57 @@ class Worker:
         self.emit(f"request {request.id}: run {run.run_id} {run.status.value}{why}")
         alert_after_run(self.engine, run, self.settings.webhook, self.regression_source,
                         self.settings.dashboard_url)
+        self._queue_bisections(request, run)
+
+    def _queue_bisections(self, request: RunRequest, run: RunResult) -> None:
+        """Queue the bisections the schedule asks for after this run; never fails the run."""
+        try:
+            queued = queue_bisections(self.engine, request, run)
+        except Exception:  # the job boundary: log it, keep the run
+            log.exception("request %d: bisections could not be queued", request.id)
+            return
+        for request_id in queued:
+            self.emit(f"request {request.id}: queued bisection request {request_id} of "
+                      f"{run.config.name} x {run.suite.name} (a confirmed regression at a "
+                      "config change of several fields)")
+
+    def process_bisection(self, request: RunRequest) -> None:
+        """Run a ``bisect`` request; a stop while probing gives it back (its probes stored)."""
+        self.emit(f"request {request.id}: bisection of {request.config_name} x "
+                  f"{request.suite_name} (attempt {request.attempts}) on {self.worker_id}")
+        with Heartbeat(self.engine, request.id, self.worker_id, self.settings.heartbeat_s), \
+                kept_signal_handlers():
+            try:
+                done = run_bisection_request(
+                    self.engine, request, lambda loaded: with_gpus(loaded, self.settings.gpus),
+                    self.stop_event.is_set)
+            except (RunInterrupted, KeyboardInterrupt):
+                self._give_back(request, [])
+                return
+            except TrackerError as exc:
+                self._finish(request, RequestStatus.FAILED, [], str(exc))
+                return
+            except Exception as exc:  # the job boundary: record it, keep the worker alive
+                log.exception("request %d failed", request.id)
+                self._finish(request, RequestStatus.FAILED, [],
+                             f"internal error: {type(exc).__name__}: {exc}")
+                return
+        self._link_bisection(request, done.bisection_id)
+        status = RequestStatus.DONE if done.error is None else RequestStatus.FAILED
+        self._finish(request, status, [], done.error)
+        self.emit(f"request {request.id}: bisection {done.bisection_id} {done.summary}")
+        job = request.job or {}
+        deliver_bisection_alert(self.engine, BisectionAlert(
+            job.get("after_run_id"), done.bisection_id, request.config_name, request.suite_name,
+            str(job.get("base_version")), str(job.get("head_version")), done.outcome,
+            done.summary, done.row), self.settings.webhook)
+
+    def _link_bisection(self, request: RunRequest, bisection_id: int) -> None:
+        def link() -> None:
+            with Session(self.engine) as session, session.begin():
+                link_bisection(session, request.id, bisection_id)
+
+        retry_when_locked(link)
 
     def _execute(self, request: RunRequest, sinks: list[RequestSink]) -> RunResult:
         config, suite = load_request_inputs(request)
