@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.waiting import wait_for
 from tracker.cli.main import main
 from tracker.errors import UsageError
 from tracker.gate.bisect import (
@@ -337,3 +344,42 @@ def test_a_refused_probe_config_is_invalid_and_no_probe_starts_past_the_budget(
     finally:
         engine.dispose()
     assert not runner.runs  # nothing ran
+
+
+def test_ctrl_c_while_probing_stores_the_bisection_as_interrupted(files: dict[str, Path]) -> None:
+    """A real ``tracker bisect`` process, SIGINT once its first probe run is stored."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracker", "bisect", "--base", str(files["base"]), "--head",
+         str(files["one"]), "--suite", str(files["suite"]), "--db", str(files["db"]), "--quiet"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: _probe_runs(files["db"]) > 0, timeout_s=90, what="a probe run")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    engine = open_store(f"sqlite:///{files['db']}")
+    try:
+        with Session(engine) as session:
+            [stored] = fetch_bisections(session)
+    finally:
+        engine.dispose()
+    assert stored.outcome == "interrupted" and stored.stop_reason.startswith("interrupted after")
+    assert f"bisection {stored.bisection_id} stored as interrupted" in err
+    assert len(stored.probes) == int(stored.stop_reason.split()[2])  # the probes judged so far
+    assert {role for _, role, _ in stored.runs} >= {"base", "head"}  # the gate's runs linked
+
+
+def _probe_runs(db: Path) -> int:
+    """Probe runs stored so far, read-only (the other process owns the database)."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)) as connection:
+            return int(connection.execute(
+                "SELECT count(*) FROM runs JOIN config_versions ON config_versions.id = "
+                "runs.config_version_id WHERE config_versions.name LIKE '%.probe'").fetchone()[0])
+    except sqlite3.Error:  # not created or not migrated yet
+        return 0

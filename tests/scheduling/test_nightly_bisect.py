@@ -12,10 +12,12 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tests.local_http import WebhookReceiver
 from tests.scheduling.conftest import requests_of
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.jobs.execute import register_inputs
+from tracker.scheduling.alerts import WebhookSettings
 from tracker.scheduling.queueing import compute_suite_body, enqueue_schedule, reap_stale, utc_now
 from tracker.scheduling.schedules import CLI_SOURCE, BisectSpec, ScheduleSpec, build_schedule_row
 from tracker.scheduling.worker import Worker, WorkerSettings
@@ -30,7 +32,7 @@ from tracker.store.run_queue import (
     claim_request,
     enqueue_job,
 )
-from tracker.store.schedule_rows import save_schedule
+from tracker.store.schedule_rows import ScheduleBisect, fetch_schedule, save_schedule
 
 # run_noise and noise 0: nights differ by their config and the machine's load alone. max_num_seqs
 # 8 -> 2 under 8 streams queues requests (TTFT several times higher); the other fields are ones
@@ -79,10 +81,11 @@ def _schedule(engine: Engine, tmp_path: Path, *, enabled: bool) -> Path:
     return config
 
 
-def _night(engine: Engine, lines: list[str]) -> None:
+def _night(engine: Engine, lines: list[str], webhook: WebhookSettings | None = None) -> None:
     """One slot's run, and whatever the worker finds queued after it (a bisection)."""
     enqueue_schedule(engine, "nightly", slot=False)
-    Worker(engine, WorkerSettings(poll_s=0.05, exit_when_empty=True), emit=lines.append).run()
+    Worker(engine, WorkerSettings(poll_s=0.05, exit_when_empty=True, webhook=webhook),
+           emit=lines.append).run()
 
 
 def _bisect_requests(engine: Engine) -> list[RunRequest]:
@@ -95,14 +98,15 @@ def _regressed(engine: Engine) -> int:
                    if r.regressed is True)
 
 
-def _nights_until_confirmed(engine: Engine, config: Path, head: str, lines: list[str]) -> int:
+def _nights_until_confirmed(engine: Engine, config: Path, head: str, lines: list[str],
+                            webhook: WebhookSettings | None = None) -> int:
     """A's nights, then B's until the watch confirms a regression; the B nights it took."""
     for _ in range(A_NIGHTS):
-        _night(engine, lines)
+        _night(engine, lines, webhook)
     assert _regressed(engine) == 0  # a quiet history on A
     config.write_text(head, encoding="utf-8")
     for night in range(1, MAX_B_NIGHTS + 1):
-        _night(engine, lines)
+        _night(engine, lines, webhook)
         if _regressed(engine):
             return night
     raise AssertionError(f"no regression confirmed after {MAX_B_NIGHTS} nights on B")
@@ -134,7 +138,12 @@ def test_the_nightly_bisection_on_postgresql(postgres_url: str, tmp_path: Path) 
 def _check_one_bisection_names_max_num_seqs(engine: Engine, tmp_path: Path) -> None:
     lines: list[str] = []
     config = _schedule(engine, tmp_path, enabled=True)
-    _nights_until_confirmed(engine, config, NIGHTLY_B, lines)
+    with Session(engine) as session:
+        stored_schedule = fetch_schedule(session, "nightly")
+    assert stored_schedule is not None and stored_schedule.bisect == ScheduleBisect(True, 6, 10.0)
+    with WebhookReceiver() as receiver:
+        _nights_until_confirmed(engine, config, NIGHTLY_B, lines,
+                                WebhookSettings(receiver.url, timeout_s=5))
     [job] = _bisect_requests(engine)  # queued after the confirming night, and run by its worker
     assert job.status is RequestStatus.DONE, job.error
     assert job.job is not None and job.job["fields"] == [
@@ -149,6 +158,9 @@ def _check_one_bisection_names_max_num_seqs(engine: Engine, tmp_path: Path) -> N
     assert any(f"bisection {stored.bisection_id} culprit: engine.max_num_seqs" in line
                for line in lines), lines
     assert any(role == "probe" for _, role, _ in stored.runs)
+    [alert] = [body["text"] for body in receiver.bodies if "Bisection" in body["text"]]
+    assert "culprit: engine.max_num_seqs" in alert and f"bisection {stored.bisection_id}" in alert
+    assert f"nightly-sim {stored.base_version[:12]} → {stored.head_version[:12]}" in alert
     # more nights on B: the watch looks again, and nothing is queued twice
     _night(engine, lines)
     assert len(_bisect_requests(engine)) == 1

@@ -16,6 +16,7 @@ from tracker.scheduling.schedules import (
     parse_labels,
 )
 from tracker.store.run_queue import labels_match
+from tracker.store.schedule_rows import ScheduleBisect
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -65,6 +66,35 @@ def test_load_schedules_names_the_bad_value(files: dict[str, Path], body: str,
         load_schedules(path)
 
 
+def test_the_bisect_option_is_off_unless_a_schedule_enables_it(files: dict[str, Path]) -> None:
+    path = _write(files["fast"].parent, """\
+schedules:
+  - {name: plain, cron: "0 2 * * *", configs: [fast.yaml], suites: [tiny.yaml]}
+  - name: bisecting
+    cron: "0 2 * * *"
+    configs: [fast.yaml]
+    suites: [tiny.yaml]
+    bisect: {enabled: true, max_probes: 8, max_minutes: 90}
+""")
+    plain, bisecting = load_schedules(path)
+    assert plain.bisect == ScheduleBisect(enabled=False, max_probes=12, max_minutes=None)
+    assert bisecting.bisect == ScheduleBisect(enabled=True, max_probes=8, max_minutes=90.0)
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("{enable: true}", r"schedules\[0\]\.bisect\.enable: unknown key"),
+    ("{enabled: true, max_probes: 0}", r"schedules\[0\]\.bisect\.max_probes: .*greater than 0"),
+    ("{enabled: true, max_minutes: -5}", r"schedules\[0\]\.bisect\.max_minutes: .*greater than 0"),
+    ("true", r"schedules\[0\]\.bisect"),
+])
+def test_a_bad_bisect_option_is_refused_with_its_key(files: dict[str, Path], option: str,
+                                                     message: str) -> None:
+    path = _write(files["fast"].parent, "schedules:\n  - name: a\n    cron: '0 2 * * *'\n"
+                  f"    configs: [fast.yaml]\n    suites: [tiny.yaml]\n    bisect: {option}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_schedules(path)
+
+
 def test_six_field_cron_has_seconds_first() -> None:
     trigger = build_trigger("*/2 * * * * *", "UTC")
     now = datetime(2026, 1, 1, 12, 0, 1, 500_000, tzinfo=UTC)
@@ -106,3 +136,4 @@ def test_the_shipped_schedules_file_loads() -> None:
     rows = load_schedules(Path(__file__).resolve().parents[2] / "schedules.yaml")
     assert [row.name for row in rows] == ["nightly-sim", "nightly-h100"]
     assert rows[1].labels == {"gpu": "h100"} and rows[1].timezone == "Europe/Berlin"
+    assert rows[1].bisect == ScheduleBisect(enabled=False, max_probes=12, max_minutes=120.0)
