@@ -26,6 +26,7 @@ schedules:
     suites: [tiny.yaml, two_part.yaml]
     repeats: 2
     labels: {gpu: h100}
+    bisect: {enabled: true, max_probes: 8, max_minutes: 90}
   - name: weekly
     cron: "0 4 * * 6"
     configs: [fast.yaml]
@@ -45,6 +46,9 @@ def test_schedule_add_list_run_now_and_queue(db_url: str, files: dict[str, Path]
     nightly = next(line for line in out.splitlines() if line.startswith("nightly"))
     assert "30 2 * * * (Europe/Berlin)" in nightly and "1x2x2 = 4" in nightly
     assert "gpu=h100" in nightly and ("02:30:00 CET" in nightly or "02:30:00 CEST" in nightly)
+    assert "on (8 probes, 90 min)" in nightly
+    weekly = next(line for line in out.splitlines() if line.startswith("weekly"))
+    assert " off " in weekly
     code, out, _ = _cli(capsys, "schedule", "run-now", "nightly", "--db", db_url)
     assert code == 0 and "queued request(s) 1, 2, 3, 4" in out
     code, out, _ = _cli(capsys, "queue", "--db", db_url)

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from tests.local_http import WebhookReceiver
 from tests.scheduling.conftest import requests_of
+from tracker.cli.main import main
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.jobs.execute import register_inputs
@@ -207,7 +208,8 @@ def _queue_job(engine: Engine, tmp_path: Path, head_text: str) -> int:
 
 
 def test_a_bisection_whose_target_does_not_start_is_recorded_and_the_worker_goes_on(
-        sqlite_engine: Engine, tmp_path: Path) -> None:
+        sqlite_engine: Engine, sqlite_url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     job_id = _queue_job(sqlite_engine, tmp_path, NO_START)
     enqueue_schedule(sqlite_engine, "nightly", slot=False)  # a night queued behind it
     lines: list[str] = []
@@ -222,6 +224,10 @@ def test_a_bisection_whose_target_does_not_start_is_recorded_and_the_worker_goes
     assert stored.bisection_id == job.bisection_id and stored.outcome == "failed"
     assert "larger than the maximum" in stored.stop_reason
     assert any(f"bisection {stored.bisection_id} could not run" in line for line in lines), lines
+    assert main(["queue", "--db", sqlite_url]) == 0  # what an operator reads
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith(f"{job_id} ")]
+    assert " failed " in row and f"bisect {stored.bisection_id}" in row
 
 
 def test_a_dead_workers_bisection_is_requeued_by_the_reaper(sqlite_engine: Engine,

@@ -43,7 +43,7 @@ from tracker.scheduling.schedules import (
 from tracker.scheduling.signals import stop_on_signals
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.db import open_store, redact_url, resolve_db_url
-from tracker.store.run_queue import RequestStatus, RunRequest, fetch_requests
+from tracker.store.run_queue import RequestKind, RequestStatus, RunRequest, fetch_requests
 from tracker.store.schedule_rows import (
     ScheduleRow,
     delete_schedule,
@@ -93,11 +93,19 @@ def cmd_schedule_list(db: str | None) -> int:
         return ExitCode.OK
     now = utc_now()
     rows = [[s.name, f"{s.cron} ({s.timezone})", _fan_out(s), _labels(s.labels),
-             _when(compute_next_fire(s, now), s.timezone), _when(s.last_fired_at),
+             _bisect(s), _when(compute_next_fire(s, now), s.timezone), _when(s.last_fired_at),
              (s.last_error or "")[:60]] for s in schedules]
-    print(render_table(("schedule", "cron", "runs per slot", "labels", "next run", "last fired",
-                        "last error"), rows))
+    print(render_table(("schedule", "cron", "runs per slot", "labels", "bisect", "next run",
+                        "last fired", "last error"), rows))
     return ExitCode.OK
+
+
+def _bisect(row: ScheduleRow) -> str:
+    option = row.bisect
+    if option is None or not option.enabled:
+        return "off"
+    minutes = "" if option.max_minutes is None else f", {option.max_minutes:g} min"
+    return f"on ({option.max_probes} probes{minutes})"
 
 
 def _fan_out(row: ScheduleRow) -> str:
@@ -311,8 +319,11 @@ def _queue_row(request: RunRequest, now: datetime) -> list[str]:
     beat = "-"
     if request.heartbeat_at is not None and request.status is RequestStatus.RUNNING:
         beat = f"{(now - request.heartbeat_at).total_seconds():.0f} s ago"
-    return [str(request.id), request.status.value, request.schedule_name or "-",
-            _when(request.slot_at) if request.slot_at else "run-now",
+    if request.kind is RequestKind.BISECT:
+        slot = f"bisect{'' if request.bisection_id is None else f' {request.bisection_id}'}"
+    else:
+        slot = _when(request.slot_at) if request.slot_at else "run-now"
+    return [str(request.id), request.status.value, request.schedule_name or "-", slot,
             f"{request.config_name} x {request.suite_name}", str(request.attempts),
             request.worker_id or "-", beat, str(request.run_id or "-"),
             (request.error or "")[:70]]
