@@ -4,8 +4,8 @@ schedule enables it and B changes more than one field) and the worker runs it.""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,13 +13,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.local_http import WebhookReceiver
-from tests.scheduling.conftest import requests_of
+from tests.scheduling.conftest import requests_of, spawn_tracker
+from tests.waiting import wait_for
 from tracker.cli.main import main
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.jobs.execute import register_inputs
 from tracker.scheduling.alerts import WebhookSettings
-from tracker.scheduling.queueing import compute_suite_body, enqueue_schedule, reap_stale, utc_now
+from tracker.scheduling.queueing import compute_suite_body, enqueue_schedule, utc_now
 from tracker.scheduling.schedules import CLI_SOURCE, BisectSpec, ScheduleSpec, build_schedule_row
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.bisections import fetch_bisections
@@ -30,9 +31,9 @@ from tracker.store.run_queue import (
     RequestKind,
     RequestStatus,
     RunRequest,
-    claim_request,
     enqueue_job,
 )
+from tracker.store.runs import fetch_runs
 from tracker.store.schedule_rows import ScheduleBisect, fetch_schedule, save_schedule
 
 # run_noise and noise 0: nights differ by their config and the machine's load alone. max_num_seqs
@@ -66,6 +67,7 @@ workloads:
     num_requests: 16
     warmup_requests: 2
 """
+FAST_WORKER = ("--heartbeat-s", "0.2", "--stale-after-s", "1.5", "--poll-s", "0.1")
 A_NIGHTS = 8  # the monitor confirms a clear step after about 6 nights on 8 (analysis' tests)
 MAX_B_NIGHTS = 10
 
@@ -230,15 +232,53 @@ def test_a_bisection_whose_target_does_not_start_is_recorded_and_the_worker_goes
     assert " failed " in row and f"bisect {stored.bisection_id}" in row
 
 
-def test_a_dead_workers_bisection_is_requeued_by_the_reaper(sqlite_engine: Engine,
-                                                             tmp_path: Path) -> None:
+def test_a_killed_workers_bisection_is_reaped_and_done_by_another_worker(
+        sqlite_engine: Engine, sqlite_url: str, tmp_path: Path) -> None:
     job_id = _queue_job(sqlite_engine, tmp_path, NIGHTLY_B)
-    with Session(sqlite_engine) as session, session.begin():
-        claimed = claim_request(session, "dead-worker", {}, None, utc_now())
-    assert claimed is not None and claimed.id == job_id and claimed.kind is RequestKind.BISECT
-    later = utc_now() + timedelta(seconds=60)
-    [reaped] = reap_stale(sqlite_engine, stale_after_s=30, now=later)
-    assert (reaped.request_id, reaped.requeued) == (job_id, True)
+    doomed = spawn_tracker("worker", "--db", sqlite_url, *FAST_WORKER)
+    try:
+        wait_for(lambda: _probed_versions(sqlite_engine) > 2, timeout_s=90, what="a probe's run")
+    finally:
+        doomed.send_signal(signal.SIGKILL)
+        doomed.communicate(timeout=30)
+    [cut] = requests_of(sqlite_engine)
+    assert cut.status is RequestStatus.RUNNING and cut.kind is RequestKind.BISECT
+    rescuer = spawn_tracker("worker", "--db", sqlite_url, "--exit-when-empty", *FAST_WORKER)
+    out, err = rescuer.communicate(timeout=120)
+    assert rescuer.returncode == 0, err
+    [done] = requests_of(sqlite_engine)
+    assert done.id == job_id and done.status is RequestStatus.DONE and done.attempts == 2
+    with Session(sqlite_engine) as session:
+        [stored] = fetch_bisections(session)  # the killed worker's never got stored
+    assert stored.bisection_id == done.bisection_id
+    assert [c["fields"] for c in stored.culprits] == [["engine.max_num_seqs"]]
+    assert f"bisection {stored.bisection_id} culprit: engine.max_num_seqs" in out + err
+
+
+def test_sigterm_on_a_worker_bisecting_keeps_its_probes_and_gives_the_job_back(
+        sqlite_engine: Engine, sqlite_url: str, tmp_path: Path) -> None:
+    job_id = _queue_job(sqlite_engine, tmp_path, NIGHTLY_B)
+    worker = spawn_tracker("worker", "--db", sqlite_url, "--exit-when-empty", *FAST_WORKER)
+    try:
+        wait_for(lambda: _probed_versions(sqlite_engine) > 2, timeout_s=90,
+                 what="a probe's run (a third config version besides the gate's two)")
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
     [job] = requests_of(sqlite_engine)
-    assert job.status is RequestStatus.QUEUED and job.kind is RequestKind.BISECT
-    assert job.job is not None and job.job["max_probes"] == 4  # still the same job
+    assert job.id == job_id and job.status is RequestStatus.QUEUED and job.attempts == 1
+    assert job.error is not None and "was stopped during the run" in job.error
+    with Session(sqlite_engine) as session:
+        [stored] = fetch_bisections(session)
+    assert stored.outcome == "interrupted", stored.stop_reason
+    assert {role for _, role, _ in stored.runs} >= {"base", "head"}
+
+
+def _probed_versions(engine: Engine) -> int:
+    """Config versions run so far under ``NAME.probe``: the gate's base and head, then probes."""
+    with Session(engine) as session:
+        return len({run.config_version for run in fetch_runs(session, limit=1000)
+                    if run.config_name.endswith(".probe")})

@@ -172,9 +172,12 @@ class StoreSink:
 
 
 async def _run_until_signalled(runner: SuiteRunner) -> RunOutcome:
-    """Run, treating SIGTERM (a scheduler or CI stopping us) like Ctrl-C: keep what was measured."""
+    """Run, treating SIGTERM (a scheduler or CI stopping us) like Ctrl-C: keep what was measured.
+    The handler before the run is put back after it (asyncio would leave the default one, so a
+    worker's stop handler would be lost after its first such run, e.g. in a bisection)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
+    previous = signal.getsignal(signal.SIGTERM)
     try:
         if task is not None:
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
@@ -184,7 +187,8 @@ async def _run_until_signalled(runner: SuiteRunner) -> RunOutcome:
         return await runner.run()
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.remove_signal_handler(signal.SIGTERM)
+            if loop.remove_signal_handler(signal.SIGTERM) and previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
 
 def register_inputs(engine: Engine, config: LoadedConfig, suite: LoadedSuite) -> tuple[int, int]:

@@ -32,19 +32,3 @@ def stop_on_signals(on_stop: Callable[[str], None]) -> Iterator[None]:
         for sig, old in previous.items():
             signal.signal(sig, old)
 
-
-@contextmanager
-def kept_signal_handlers() -> Iterator[None]:
-    """Restore the SIGTERM and SIGINT handlers on the way out: a run started with
-    ``tracker.jobs.execute`` sets its own for the run and leaves the default one behind, which
-    would let the next SIGTERM kill a worker instead of stopping it. A no-op off the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            if old is not None:
-                signal.signal(sig, old)

@@ -40,7 +40,6 @@ from tracker.scheduling.alerts import (
 from tracker.scheduling.defaults import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S
 from tracker.scheduling.nightly_bisect import queue_bisections, run_bisection_request
 from tracker.scheduling.queueing import Heartbeat, load_request_inputs, reap_stale, utc_now
-from tracker.scheduling.signals import kept_signal_handlers
 from tracker.store.db import retry_when_locked
 from tracker.store.run_queue import (
     RequestKind,
@@ -220,13 +219,13 @@ class Worker:
         """Run a ``bisect`` request; a stop while probing gives it back (its probes stored)."""
         self.emit(f"request {request.id}: bisection of {request.config_name} x "
                   f"{request.suite_name} (attempt {request.attempts}) on {self.worker_id}")
-        with Heartbeat(self.engine, request.id, self.worker_id, self.settings.heartbeat_s), \
-                kept_signal_handlers():
+        with Heartbeat(self.engine, request.id, self.worker_id, self.settings.heartbeat_s):
             try:
                 done = run_bisection_request(
                     self.engine, request, lambda loaded: with_gpus(loaded, self.settings.gpus),
                     self.stop_event.is_set)
-            except (RunInterrupted, KeyboardInterrupt):
+            except (RunInterrupted, KeyboardInterrupt):  # a signal in a run, or stop asked
+                self.request_stop("interrupted during a bisection")
                 self._give_back(request, [])
                 return
             except TrackerError as exc:
