@@ -63,6 +63,24 @@ def test_init_writes_configs_suites_and_a_schedule_that_load(
     assert len(schedule.suites) == 2
 
 
+def test_the_commented_schedules_load_once_uncommented(tmp_path: Path) -> None:
+    """What a user gets by deleting the leading '# ' of the vLLM and gateway schedules."""
+    assert main(["init", str(tmp_path)]) == 0
+    path = tmp_path / "schedules.yaml"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = lines.index("schedules:")
+    path.write_text("\n".join(lines[:start + 1] + [
+        line.replace("  # ", "  ", 1) if line.startswith("  # ") and not line.startswith(
+            ("  # A ", "  # (")) else line for line in lines[start + 1:]]) + "\n",
+        encoding="utf-8")
+    rows = {row.name: row for row in load_schedules(path)}
+    assert sorted(rows) == ["nightly-gateway", "nightly-sim", "nightly-vllm"]
+    bisect = rows["nightly-vllm"].bisect
+    assert bisect is not None and (bisect.enabled, bisect.max_probes, bisect.max_minutes) == (
+        True, 12, 120.0)
+    assert rows["nightly-sim"].bisect is not None and not rows["nightly-sim"].bisect.enabled
+
+
 def test_init_writes_into_an_existing_directory_beside_other_files(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
     assert main(["init", str(tmp_path)]) == 0

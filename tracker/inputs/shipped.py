@@ -13,7 +13,19 @@ from pathlib import Path
 from tracker.errors import ConfigError
 
 
+def find_checkout_folder(name: str) -> Path | None:
+    """``name`` (``configs``, ``migrations``) of the source checkout this tracker runs from (a
+    ``pyproject.toml`` beside the package), else None. An editable install maps the package data
+    to the checkout it was made from, so another checkout on ``PYTHONPATH`` would read that one's."""
+    root = Path(__file__).resolve().parents[2]
+    folder = root / name
+    return folder if (root / "pyproject.toml").is_file() and folder.is_dir() else None
+
+
 def _folder(package: str) -> Path:
+    checkout = find_checkout_folder(package.removeprefix("tracker._"))
+    if checkout is not None:
+        return checkout
     try:
         folder = Path(str(resources.files(package)))
     except ModuleNotFoundError:

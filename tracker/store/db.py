@@ -30,6 +30,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from tracker.errors import StoreError, StoreLockedError
+from tracker.inputs.shipped import find_checkout_folder
 from tracker.redaction import MIN_SECRET_CHARS, redact_text, register_url_credentials
 from tracker.store.leases import reap_abandoned_runs_safely
 from tracker.store.models import Base
@@ -277,13 +278,11 @@ def _one_line(exc: BaseException, url: str) -> str:
 
 
 def migrations_location() -> str:
-    """The revisions: the checkout's ``migrations/`` when the tracker runs from a source tree
-    (beside ``pyproject.toml``), else the installed package's (``tracker._migrations``). An
-    editable install maps ``tracker._migrations`` to the checkout it was made from, so another
-    checkout on ``PYTHONPATH`` would otherwise run its code against that one's schema."""
-    root = Path(__file__).resolve().parents[2]
-    if (root / "pyproject.toml").is_file() and (root / "migrations" / "env.py").is_file():
-        return str(root / "migrations")
+    """The revisions: the checkout's ``migrations/`` when the tracker runs from a source tree,
+    else the installed package's (``tracker._migrations``); see ``find_checkout_folder``."""
+    checkout = find_checkout_folder("migrations")
+    if checkout is not None and (checkout / "env.py").is_file():
+        return str(checkout)
     return str(resources.files("tracker._migrations"))
 
 
