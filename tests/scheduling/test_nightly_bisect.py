@@ -20,12 +20,13 @@ from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.jobs.execute import register_inputs
 from tracker.scheduling.alerts import WebhookSettings
+from tracker.scheduling.nightly_bisect import find_boundary, load_stored_side
 from tracker.scheduling.queueing import compute_suite_body, enqueue_schedule, utc_now
 from tracker.scheduling.schedules import CLI_SOURCE, BisectSpec, ScheduleSpec, build_schedule_row
-from tracker.scheduling.worker import Worker, WorkerSettings
+from tracker.scheduling.worker import Worker, WorkerSettings, with_gpus
 from tracker.store.bisections import fetch_bisections
 from tracker.store.db import open_store
-from tracker.store.regressions import RegressionStatus, fetch_regressions
+from tracker.store.regressions import RegressionStatus, SeriesPoint, fetch_regressions
 from tracker.store.run_queue import (
     NewRequest,
     RequestKind,
@@ -282,3 +283,41 @@ def _probed_versions(engine: Engine) -> int:
     with Session(engine) as session:
         return len({run.config_version for run in fetch_runs(session, limit=1000)
                     if run.config_name.endswith(".probe")})
+
+
+# --- the pieces --------------------------------------------------------------------------------
+
+
+def _points(versions: str) -> list[SeriesPoint]:
+    """One point per letter, the letter its config version."""
+    return [SeriesPoint(i, utc_now(), 1.0, version, {}, "s", {}) for i, version in
+            enumerate(versions)]
+
+
+@pytest.mark.parametrize(("versions", "index", "boundary"), [
+    ("AAAAABBBB", 5, 5),  # at the estimated location
+    ("AAAAABBBB", 7, 5),  # two nights off: the span the attribution reads
+    ("AAAAABBBB", 3, 5),
+    ("AAAAABBBBB", 8, None),  # three nights off: not this change
+    ("AAAAAAAAA", 5, None),  # no config change: the engine, the machine, noise
+    ("AAAABCCCC", 5, None),  # two changes in reach: which one is not known
+])
+def test_the_boundary_is_the_one_version_change_near_the_change_point(
+        versions: str, index: int, boundary: int | None) -> None:
+    assert find_boundary(_points(versions), index) == boundary
+
+
+def test_a_stored_side_is_renamed_out_of_the_series_and_placed_on_the_workers_gpus(
+        sqlite_engine: Engine, tmp_path: Path) -> None:
+    (tmp_path / "v.yaml").write_text("name: v\ntarget:\n  kind: vllm\n  model: m\n  launch:\n"
+                                     "    env: {VLLM_LOGGING_LEVEL: INFO}\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(SUITE, encoding="utf-8")
+    loaded = load_config(tmp_path / "v.yaml")
+    register_inputs(sqlite_engine, loaded, load_suite(tmp_path / "suite.yaml"))
+    with Session(sqlite_engine) as session:
+        side = load_stored_side(session, "v", loaded.version, lambda c: with_gpus(c, "2,3"))
+    assert side.label == f"v@{loaded.short_version}" and side.loaded.config.name == "v.probe"
+    launch = side.loaded.config.target.launch
+    assert launch is not None and launch.env == {"VLLM_LOGGING_LEVEL": "INFO",
+                                                 "CUDA_VISIBLE_DEVICES": "2,3"}
+    assert side.loaded.canonical["target"] == loaded.canonical["target"]  # only the name differs
