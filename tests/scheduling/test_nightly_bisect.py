@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from alembic import command
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -25,7 +26,7 @@ from tracker.scheduling.queueing import compute_suite_body, enqueue_schedule, ut
 from tracker.scheduling.schedules import CLI_SOURCE, BisectSpec, ScheduleSpec, build_schedule_row
 from tracker.scheduling.worker import Worker, WorkerSettings, with_gpus
 from tracker.store.bisections import fetch_bisections
-from tracker.store.db import open_store
+from tracker.store.db import alembic_config, open_store, upgrade_database
 from tracker.store.regressions import RegressionStatus, SeriesPoint, fetch_regressions
 from tracker.store.run_queue import (
     NewRequest,
@@ -321,3 +322,25 @@ def test_a_stored_side_is_renamed_out_of_the_series_and_placed_on_the_workers_gp
     assert launch is not None and launch.env == {"VLLM_LOGGING_LEVEL": "INFO",
                                                  "CUDA_VISIBLE_DEVICES": "2,3"}
     assert side.loaded.canonical["target"] == loaded.canonical["target"]  # only the name differs
+
+
+def test_requests_and_schedules_from_before_revision_0011_are_runs_and_off(
+        db_url: str, tmp_path: Path) -> None:
+    engine = open_store(db_url)
+    try:
+        _schedule(engine, tmp_path, enabled=True)
+        _queue_job(engine, tmp_path, NIGHTLY_B)
+        enqueue_schedule(engine, "nightly", slot=False)
+    finally:
+        engine.dispose()
+    command.downgrade(alembic_config(db_url), "0010")  # the older schema holds no bisect job
+    assert upgrade_database(db_url) == ("0010", "0011_schedule_bisect")
+    engine = open_store(db_url)
+    try:
+        [night] = requests_of(engine)
+        assert night.kind is RequestKind.RUN and night.job is None
+        with Session(engine) as session:
+            schedule = fetch_schedule(session, "nightly")
+        assert schedule is not None and schedule.bisect is None  # not set: off
+    finally:
+        engine.dispose()
