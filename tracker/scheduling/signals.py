@@ -31,4 +31,3 @@ def stop_on_signals(on_stop: Callable[[str], None]) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
