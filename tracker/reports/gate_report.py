@@ -51,10 +51,10 @@ def render_memory_line(result: GateResult) -> str | None:
         return None
     parts: list[str] = []
     for row in rows:
-        if row.verdict is None or row.verdict.base_value is None or row.verdict.head_value is None:
+        v = row.verdict
+        if v is None or v.base_value is None or v.head_value is None:
             parts.append(f"{escape_markdown(row.workload)} {escape_markdown(row.note or '')}")
             continue
-        v = row.verdict
         delta = (v.head_value - v.base_value) / MIB
         parts.append(f"{escape_markdown(row.workload)} {render_value(v.base_value, row.unit)} → "
                      f"{render_value(v.head_value, row.unit)} ({delta:+,.0f} MiB, "

@@ -4,8 +4,9 @@ Capacity follows vLLM's arithmetic: the memory the engine may use (GPU bytes x
 ``gpu_memory_utilization`` on each of ``tensor_parallel_size`` GPUs) less the weights, divided by
 the KV bytes of one token (2 for K and V x layers x kv heads x head dim x dtype bytes), in blocks
 of ``block_size`` tokens. The pool is allocated at start, so each GPU's memory is its share of
-the weights and the pool whatever the load (``gpu_memory_used_bytes``). The prefix cache remembers the chained hashes of full prompt blocks it
-has computed (least recently used first out), so a repeated prefix costs no prefill.
+the weights and the pool whatever the load (``gpu_memory_used_bytes``). The prefix cache
+remembers the chained hashes of full prompt blocks it has computed (least recently used first
+out), so a repeated prefix costs no prefill.
 """
 
 from __future__ import annotations
