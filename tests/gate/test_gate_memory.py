@@ -75,3 +75,17 @@ def test_gate_passes_the_same_config_with_its_memory_unchanged(
     assert "72.00 GiB | 72.00 GiB" in row and "🟰 no change" in row
     (memory,) = _memory_rows(files)
     assert memory["regressed"] is False
+
+
+def test_a_stated_memory_tolerance_lets_a_wanted_growth_pass(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    head = files["head"]
+    code = main(["gate", "--base", str(files["base"]), "--head", str(head), "--suite",
+                 str(files["suite"]), "--db", str(files["db"]), "--quiet", "--json",
+                 str(files["json"]), "--min-effect", "gpu_memory_peak_bytes=0.1"])
+    markdown = capsys.readouterr().out
+    (memory,) = _memory_rows(files)
+    verdict = memory["verdict"]
+    assert isinstance(verdict, dict) and verdict["outcome"] == "no_change"  # +5.6 % <= 10 %
+    assert verdict["min_effect"] == 0.1 and "tolerance 0.1" in markdown
+    assert memory["regressed"] is False and code == 0

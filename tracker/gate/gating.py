@@ -180,7 +180,8 @@ def compute_memory_row(name: str, base: Sequence[WorkloadResult], head: Sequence
     """The workload's GPU memory peak (``tracker.gate.memory``); None: neither side measured."""
     metric = MEMORY_METRIC
     judged = judge_memory(base, head, confidence=options.confidence,
-                          min_effect=compute_min_effect(metric, options), seed=options.seed)
+                          min_effect=compute_min_effect(metric, options),
+                          tolerance=options.min_effect.get(metric.name, 0.0), seed=options.seed)
     if judged is None:
         return None
     return GateRow(name, metric.name, MEMORY_LABEL, metric.unit, judged.verdict, judged.note)

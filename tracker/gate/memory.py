@@ -3,7 +3,8 @@
 vLLM holds its weights and its whole KV pool from the start, so a workload's memory is the same
 bytes in every reading and every run of one config. When each side held one value throughout
 (every run's peak equal to its mean, and equal across the side's runs) the sides are compared
-exactly, tolerance 0 (``tracker.analysis.exact``); otherwise each run's peak is one value, judged
+exactly, tolerance 0 unless ``--min-effect gpu_memory_peak_bytes=F`` allows one
+(``tracker.analysis.exact``); otherwise each run's peak is one value, judged
 like a throughput (``compare_samples``, over runs). Every run counts, client-bound ones too: the
 memory is held whatever set the pace. The source is named: NVML, or the simulator's own account
 of its simulated GPU (``tracker.metrics.compute_gpu_memory``).
@@ -45,8 +46,11 @@ def compute_memory_readings(workloads: Sequence[WorkloadResult]
 
 
 def judge_memory(base: Sequence[WorkloadResult], head: Sequence[WorkloadResult], *,
-                 confidence: float, min_effect: float, seed: int = 0) -> MemoryJudgement | None:
-    """The memory verdict of one workload's runs; None when neither side measured it."""
+                 confidence: float, min_effect: float, tolerance: float = 0.0,
+                 seed: int = 0) -> MemoryJudgement | None:
+    """The memory verdict of one workload's runs; None when neither side measured it.
+    ``tolerance``: the exact comparison's allowance (``--min-effect gpu_memory_peak_bytes=F``;
+    0 by default); ``min_effect``: the statistical one's, when a side's memory moved."""
     base_readings, base_from = compute_memory_readings(base)
     head_readings, head_from = compute_memory_readings(head)
     if not base_readings and not head_readings:
@@ -58,7 +62,8 @@ def judge_memory(base: Sequence[WorkloadResult], head: Sequence[WorkloadResult],
     note = "from " + " and ".join(SOURCE_NAMES[s] for s in sorted(sources))
     if len(sources) > 1:
         note += " (the sides differ in source)"
-    verdict = compare_exact(base_readings, head_readings, MEMORY_METRIC, confidence=confidence)
+    verdict = compare_exact(base_readings, head_readings, MEMORY_METRIC, confidence=confidence,
+                            tolerance=tolerance)
     if verdict is None:
         verdict = compare_samples([[run[0]] for run in base_readings],
                                   [[run[0]] for run in head_readings], MEMORY_METRIC,
@@ -66,8 +71,8 @@ def judge_memory(base: Sequence[WorkloadResult], head: Sequence[WorkloadResult],
     return MemoryJudgement(verdict, note)
 
 
-def find_exact_memory_regression(base_runs: Sequence[RunResult],
-                                 head_runs: Sequence[RunResult]) -> str | None:
+def find_exact_memory_regression(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
+                                 tolerance: float = 0.0) -> str | None:
     """The first workload whose GPU memory peak regressed exactly (both sides bit-constant) in
     these runs, or None: a sequential gate need not play more rounds for it."""
     names = [w.name for run in base_runs for w in run.workloads]
@@ -77,7 +82,7 @@ def find_exact_memory_regression(base_runs: Sequence[RunResult],
                  for runs in (base_runs, head_runs)]
         if not sides[0] or not sides[1]:
             continue
-        verdict = compare_exact(sides[0], sides[1], MEMORY_METRIC)
+        verdict = compare_exact(sides[0], sides[1], MEMORY_METRIC, tolerance=tolerance)
         if verdict is not None and verdict.regressed:
             return name
     return None

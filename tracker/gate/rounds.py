@@ -99,7 +99,8 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
         reason = state.stop_reason
         if state.decided:
             break
-        memory = find_exact_memory_regression(base_runs, head_runs)
+        memory = find_exact_memory_regression(
+            base_runs, head_runs, options.min_effect.get("gpu_memory_peak_bytes", 0.0))
         if memory is not None:  # certain already: the same bytes on every run of each side
             reason = (f"decided after {number} of {design.rounds} rounds: {memory}'s GPU memory "
                       "peak regressed (bit-constant on both sides, compared exactly)")

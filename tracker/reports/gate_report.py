@@ -61,8 +61,10 @@ def render_memory_line(result: GateResult) -> str | None:
                      f"{render_row_verdict(row)})")
     sources = sorted({row.note for row in rows if row.verdict is not None and row.note})
     where = f", {escape_markdown('; '.join(sources))}" if sources else ""
-    exact = any(row.verdict is not None and row.verdict.method == EXACT_METHOD for row in rows)
-    how = "; bit-constant: compared exactly, tolerance 0" if exact else ""
+    exact = [row.verdict for row in rows
+             if row.verdict is not None and row.verdict.method == EXACT_METHOD]
+    how = (f"; bit-constant: compared exactly, tolerance {exact[0].min_effect:g}" if exact
+           else "")
     return f"**GPU memory** (peak per GPU{where}{how}): " + " · ".join(parts)
 
 
