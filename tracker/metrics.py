@@ -1,10 +1,14 @@
 """The metric registry: every stored metric with its unit and the direction that is better.
 
-A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s);
-only the edges (display, exported JSON) convert to milliseconds; the server's own per-run values
-(``SERVER_METRICS``: the prefix-cache hit rate) join them in ``compute_workload_metrics``; a
-result without them (a ``/turn-1`` or ``/turns-2+`` split, a server without the counters) gets
-the hit rate from its requests' ``cached_input_tokens`` where they carry it.
+A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s,
+bytes); only the edges (display, exported JSON) convert to milliseconds and GiB; the server's
+own per-run values (``SERVER_METRICS``: the prefix-cache hit rate, the KV-cache usage peak, the
+preemptions) and the GPU memory (``MEMORY_METRICS``: NVML's, or the simulator's own account of
+its simulated GPU) join them in ``compute_workload_metrics``; a result without the server's
+counters (a ``/turn-1`` or ``/turns-2+`` split) gets the hit rate from its requests'
+``cached_input_tokens`` where they carry it. Two kinds are a run's, not a workload's: the
+launched server's startup time (``compute_run_metrics``, stored with each workload) and the
+quality set's accuracy and drift (``QUALITY_METRICS``, the series ``quality:<set>``).
 ``COMPARED_METRICS`` is the one list a run-vs-run comparison judges (the gate and the dashboard's
 Compare), and ``compute_samples`` the values it judges them on.
 """
