@@ -43,6 +43,9 @@ class Metric:
     description: str
     latency: str | None = None  # the per-request latency it summarises ("ttft"); None: per run
     statistic: str = "mean"  # of the per-request values; a per-run value: its mean over runs
+    # the same bytes night after night where nothing changed (GPU memory): a persisting step of
+    # any size is a change (no smallest relative change), and the gate compares it exactly
+    bit_constant: bool = False
 
     @property
     def lower_is_better(self) -> bool:
@@ -93,9 +96,10 @@ SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
 _MEMORY = (
     Metric("gpu_memory_peak_bytes", "bytes", Direction.LOWER_IS_BETTER,
            "the most memory used on any one of the target's GPUs during the workload (NVML, or "
-           "the simulator's own account of its simulated GPU)"),
+           "the simulator's own account of its simulated GPU)", bit_constant=True),
     Metric("gpu_memory_mean_bytes", "bytes", Direction.LOWER_IS_BETTER,
-           "the mean memory used over the workload on the GPU that used the most on average"),
+           "the mean memory used over the workload on the GPU that used the most on average",
+           bit_constant=True),
 )
 MEMORY_METRICS: tuple[str, ...] = tuple(m.name for m in _MEMORY)
 # Per run, not per workload: how long the launched server took from its start to ready (the

@@ -112,3 +112,28 @@ def test_run_detail_shows_the_memory_peak(
     app = open_page(monkeypatch, url, page("run"), {"run": str(runs[-1].run_id)})
     table = app.dataframe[0].value
     assert table["GPU memory peak (GiB)"].tolist() == [pytest.approx(40.0)]
+
+
+def test_compare_judges_the_memory_peak_exactly_as_the_gate_does(
+        monkeypatch: pytest.MonkeyPatch, stored: tuple[str, list[RunResult]]) -> None:
+    url, runs = stored
+    base, head = (run.run_id for run in runs)
+    app = open_page(monkeypatch, url, page("compare"), {"base": str(base), "head": str(head)})
+    (table,) = [frame.value for frame in app.dataframe if "verdict" in frame.value]
+    (memory,) = table[table["metric"] == "GPU memory peak"].to_dict("records")
+    assert memory["verdict"] == "no_change" and "bit-constant" in memory["reason"]
+
+
+def test_trends_marks_a_tiny_persisting_memory_step_as_a_change_point() -> None:
+    import pandas as pd
+
+    from tracker.dashboard.verdicts import compute_change_points
+
+    shown = [72.0] * 12 + [72.001] * 8  # +1 MiB of 72 GiB: below the usual 1 % smallest change
+    frame = pd.DataFrame({
+        "series": ["s"] * 20, "run_id": range(1, 21), "shown": shown,
+        "started_at": pd.date_range("2026-09-01", periods=20, tz="UTC"),
+        "metric": ["gpu_memory_peak_bytes"] * 20})
+    points = compute_change_points(frame)
+    assert points["run_id"].tolist() == [13]
+    assert compute_change_points(frame.assign(metric="output_throughput_tokens_per_s")).empty

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis import ChangeMonitor, ChangePoint, compute_attribution
 from tracker.analysis.changepoints import DEFAULT_MIN_REL_CHANGE
-from tracker.metrics import MEMORY_METRICS, QUALITY_METRICS, REGISTRY, Direction
+from tracker.metrics import QUALITY_METRICS, REGISTRY, Direction
 from tracker.store.quality_series import fetch_quality_series_names
 from tracker.store.regressions import (
     RegressionRecord,
@@ -40,10 +40,11 @@ WATCHED_METRICS = (
     "gpu_memory_peak_bytes", "kv_cache_usage_peak", "num_preemptions", "startup_s",
 )
 QUALITY_WATCHED = QUALITY_METRICS
-# Judged without the detector's smallest relative change: a bit-constant series' levels are
-# compared exactly (``tracker.analysis.changepoint_constant``), so 2 MiB more of 72 GiB is a
-# step; a series that is not bit-constant still needs the rank test's significance.
-EXACT_METRICS = frozenset(MEMORY_METRICS)
+# Judged without the detector's smallest relative change (``Metric.bit_constant``): a
+# bit-constant series' levels are compared exactly (``tracker.analysis.changepoint_constant``),
+# so 2 MiB more of 72 GiB is a step; a series that is not bit-constant still needs the rank
+# test's significance.
+EXACT_METRICS = frozenset(m.name for m in REGISTRY.values() if m.bit_constant)
 
 
 def compute_alerts(values: list[float], monitor: ChangeMonitor | None = None) -> list[ChangePoint]:
