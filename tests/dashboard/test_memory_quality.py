@@ -8,10 +8,12 @@ import base64
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.dashboard.apptest import figures, open_page
 from tracker.dashboard.pages import page
+from tracker.dashboard.verdicts import compute_change_points
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.jobs.execute import execute_suite
@@ -125,10 +127,6 @@ def test_compare_judges_the_memory_peak_exactly_as_the_gate_does(
 
 
 def test_trends_marks_a_tiny_persisting_memory_step_as_a_change_point() -> None:
-    import pandas as pd
-
-    from tracker.dashboard.verdicts import compute_change_points
-
     shown = [72.0] * 12 + [72.001] * 8  # +1 MiB of 72 GiB: below the usual 1 % smallest change
     frame = pd.DataFrame({
         "series": ["s"] * 20, "run_id": range(1, 21), "shown": shown,
