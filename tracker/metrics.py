@@ -1,10 +1,14 @@
 """The metric registry: every stored metric with its unit and the direction that is better.
 
-A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s);
-only the edges (display, exported JSON) convert to milliseconds; the server's own per-run values
-(``SERVER_METRICS``: the prefix-cache hit rate) join them in ``compute_workload_metrics``; a
-result without them (a ``/turn-1`` or ``/turns-2+`` split, a server without the counters) gets
-the hit rate from its requests' ``cached_input_tokens`` where they carry it.
+A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s,
+bytes); only the edges (display, exported JSON) convert to milliseconds and GiB; the server's
+own per-run values (``SERVER_METRICS``: the prefix-cache hit rate, the KV-cache usage peak, the
+preemptions) and the GPU memory (``MEMORY_METRICS``: NVML's, or the simulator's own account of
+its simulated GPU) join them in ``compute_workload_metrics``; a result without the server's
+counters (a ``/turn-1`` or ``/turns-2+`` split) gets the hit rate from its requests'
+``cached_input_tokens`` where they carry it. Two kinds are a run's, not a workload's: the
+launched server's startup time (``compute_run_metrics``, stored with each workload) and the
+quality set's accuracy and drift (``QUALITY_METRICS``, the series ``quality:<set>``).
 ``COMPARED_METRICS`` is the one list a run-vs-run comparison judges (the gate and the dashboard's
 Compare), and ``compute_samples`` the values it judges them on.
 """
@@ -18,6 +22,7 @@ from typing import Any
 
 from tracker.results import (
     LatencyStats,
+    QualityResult,
     RequestRecord,
     TokenSource,
     WorkloadResult,
@@ -38,6 +43,9 @@ class Metric:
     description: str
     latency: str | None = None  # the per-request latency it summarises ("ttft"); None: per run
     statistic: str = "mean"  # of the per-request values; a per-run value: its mean over runs
+    # the same bytes night after night where nothing changed (GPU memory): a persisting step of
+    # any size is a change (no smallest relative change), and the gate compares it exactly
+    bit_constant: bool = False
 
     @property
     def lower_is_better(self) -> bool:
@@ -75,8 +83,42 @@ _SERVER = (
            "share of the prompt tokens the server served from its prefix cache over the workload "
            "(its counters' deltas: hits / queries; without them, the requests' usage: cached / "
            "prompt tokens)"),
+    Metric("kv_cache_usage_peak", "fraction", Direction.LOWER_IS_BETTER,
+           "the highest share of the KV-cache blocks in use at any scrape of the workload (near "
+           "1: requests wait or are preempted)"),
+    Metric("num_preemptions", "count", Direction.LOWER_IS_BETTER,
+           "requests the server preempted during the workload (its counter's delta)"),
 )
 SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
+# GPU memory of the target (``compute_gpu_memory``): vLLM allocates its whole KV pool at start,
+# so the reading is weights + KV pool (+ activations), the same bytes night after night: judged
+# on the peak, exactly where it is bit-constant (``tracker.analysis.exact``)
+_MEMORY = (
+    Metric("gpu_memory_peak_bytes", "bytes", Direction.LOWER_IS_BETTER,
+           "the most memory used on any one of the target's GPUs during the workload (NVML, or "
+           "the simulator's own account of its simulated GPU)", bit_constant=True),
+    Metric("gpu_memory_mean_bytes", "bytes", Direction.LOWER_IS_BETTER,
+           "the mean memory used over the workload on the GPU that used the most on average",
+           bit_constant=True),
+)
+MEMORY_METRICS: tuple[str, ...] = tuple(m.name for m in _MEMORY)
+# Per run, not per workload: how long the launched server took from its start to ready (the
+# run's ``environment["launch"]["startup_s"]``), stored with each of the run's workloads
+_RUN = (
+    Metric("startup_s", "s", Direction.LOWER_IS_BETTER,
+           "seconds from launching the target to its answering /health and /v1/models (servers "
+           "the tracker launches; an attached server or the embedded simulator: not measured)"),
+)
+# Per run and quality set (``RunResult.quality``), trended as the series ``quality:<set>``
+_QUALITY = (
+    Metric("accuracy", "fraction", Direction.HIGHER_IS_BETTER,
+           "share of the quality set's answered items scored right"),
+    Metric("answer_drift", "fraction", Direction.LOWER_IS_BETTER,
+           "share of the items answered in this run and the drift baseline run whose answer "
+           "text changed"),
+)
+QUALITY_METRICS: tuple[str, ...] = tuple(m.name for m in _QUALITY)
+QUALITY_SERIES_PREFIX = "quality:"  # the series name of a quality set: "quality:<set name>"
 # What the workload cost (the config's ``cost`` block, which the runner puts in the workload's
 # params as ``params["cost"]``) and the energy its GPUs drew (``WorkloadResult.gpu``)
 _COST = (
@@ -104,7 +146,8 @@ def _latency_metrics() -> list[Metric]:
 
 
 REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS, *_SERVER,
-                                                     *_COST, *_ENERGY)}
+                                                     *_COST, *_ENERGY, *_MEMORY, *_RUN,
+                                                     *_QUALITY)}
 
 
 def get_metric(name: str) -> Metric:
@@ -249,10 +292,68 @@ def compute_energy_metrics(workload: WorkloadResult) -> dict[str, float]:
     return values
 
 
+SIM_MEMORY_GAUGE = "gpu_memory_used_bytes"  # the simulator's per-GPU gauge, as scraped
+MEMORY_SOURCES = ("simulator", "nvml")
+
+
+def compute_gpu_memory(workload: WorkloadResult) -> tuple[float, float, str] | None:
+    """The workload's GPU memory (peak, mean, source), per GPU, from one of two sources read
+    alike: ``"simulator"`` (the simulator's own gauge on its /metrics: its simulated GPU, which
+    no NVML sees; only the simulator exposes it, so it wins) or ``"nvml"`` (the sampled GPUs:
+    the highest peak of any GPU, and the highest of the GPUs' means); None: neither measured."""
+    server = workload.server
+    if server is not None and server.measured:
+        peak = server.values.get(f"{SIM_MEMORY_GAUGE}_peak")
+        mean = server.values.get(f"{SIM_MEMORY_GAUGE}_mean")
+        if peak is not None and mean is not None:
+            return peak, mean, "simulator"
+    gpu = workload.gpu
+    if gpu is None or not gpu.measured or gpu.memory_peak_bytes is None:
+        return None
+    means = [d.memory_used_mean_bytes for d in gpu.devices if d.memory_used_mean_bytes is not None]
+    if not means:
+        return None
+    return float(gpu.memory_peak_bytes), max(means), "nvml"
+
+
+def compute_memory_metrics(workload: WorkloadResult) -> dict[str, float]:
+    """``gpu_memory_peak_bytes`` and ``gpu_memory_mean_bytes`` (``compute_gpu_memory``)."""
+    found = compute_gpu_memory(workload)
+    if found is None:
+        return {}
+    return {"gpu_memory_peak_bytes": found[0], "gpu_memory_mean_bytes": found[1]}
+
+
+def compute_run_metrics(environment: Mapping[str, Any]) -> dict[str, float]:
+    """The per-run metrics a run's environment holds: ``startup_s`` of a server the tracker
+    launched; absent for an attached server or the embedded simulator."""
+    launch = environment.get("launch")
+    startup = launch.get("startup_s") if isinstance(launch, Mapping) else None
+    if isinstance(startup, int | float) and not isinstance(startup, bool):
+        return {"startup_s": float(startup)}
+    return {}
+
+
+def compute_quality_metrics(quality: QualityResult | None) -> dict[str, float]:
+    """``accuracy`` and ``answer_drift`` of a run's quality set; absent when not measured (no
+    item answered, no drift baseline)."""
+    if quality is None:
+        return {}
+    values = {"accuracy": quality.accuracy, "answer_drift": quality.drift}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def quality_series_name(set_name: str) -> str:
+    """The series a quality set's metrics are trended and watched under: ``quality:<set>``."""
+    return f"{QUALITY_SERIES_PREFIX}{set_name}"
+
+
 def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
     """Every registry metric one run of a workload measured: its summary's
     (``compute_summary_metrics``), the server's (``SERVER_METRICS``) when it was scraped, its
-    cost (``compute_cost_metrics``) and its energy (``compute_energy_metrics``).
+    cost (``compute_cost_metrics``), its energy (``compute_energy_metrics``) and its GPU memory
+    (``compute_memory_metrics``). The per-run metrics (``compute_run_metrics``,
+    ``compute_quality_metrics``) are not a workload's: the store adds them.
     The hit rate is the server's counters' over the whole workload when they gave one, else
     the requests' own (``compute_request_hit_rate``), else absent."""
     values = compute_summary_metrics(workload.summary)
@@ -264,4 +365,5 @@ def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
         values["prefix_cache_hit_rate"] = hit_rate[0]
     values.update(compute_cost_metrics(workload))
     values.update(compute_energy_metrics(workload))
+    values.update(compute_memory_metrics(workload))
     return values

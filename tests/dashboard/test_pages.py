@@ -117,9 +117,12 @@ def test_compare_shows_verdicts_and_the_config_diff(monkeypatch: pytest.MonkeyPa
     every_metric, config_diff = tables[0], tables[1]
     assert set(every_metric["verdict"].dropna()) <= {"regression", "improvement", "no_change",
                                                       "inconclusive"}
-    assert every_metric["verdict"].notna().sum() == 2 * (3 * 2 + 2)  # workloads x judged
+    # workloads x judged: 3 latencies x 2 statistics, 2 throughputs, the GPU memory peak
+    assert every_metric["verdict"].notna().sum() == 2 * (3 * 2 + 2 + 1)
+    memory = every_metric[every_metric["metric"] == "GPU memory peak"]
+    assert memory["verdict"].tolist() == ["no_change"] * 2  # max_num_seqs holds no memory
     assert config_diff.values.tolist() == [["engine.max_num_seqs", "changed", "8", "4"]]
-    assert sum(int(m.value) for m in app.metric) == 16
+    assert sum(int(m.value) for m in app.metric) == 18
 
 
 def test_compare_two_config_versions_picks_their_latest_runs(

@@ -161,10 +161,11 @@ engine:
   kv_cache_dtype: fp8
   gpu_memory_utilization: 0.7
 """
-# five fields; only max_num_seqs (16 -> 4 at 16 streams) slows it
+# five fields; only max_num_seqs (16 -> 4 at 16 streams) slows it (0.7 -> 0.65 holds less GPU
+# memory: the gate judges the memory peak too, and less is no regression)
 ONE_CULPRIT = (BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")
                .replace("max_model_len: 1024", "max_model_len: 2048")
-               .replace("gpu_memory_utilization: 0.7", "gpu_memory_utilization: 0.75")
+               .replace("gpu_memory_utilization: 0.7", "gpu_memory_utilization: 0.65")
                + "  swap_space: 8\n  extra_args: {disable_log_requests: true}\n")
 # fp8 -> auto doubles the KV bytes per token, 0.7 -> 0.58 shrinks the cache: either alone leaves
 # room for the 16 streams (13104 or 5242 fp8 tokens, 6552 auto), together (2621) it does not
@@ -271,7 +272,9 @@ def test_bisect_of_a_change_that_does_not_regress_runs_no_probe(
 
 def test_a_probe_whose_target_fails_to_start_does_not_stop_the_bisection(
         files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    code, verdict = _bisect(files, "dependent")
+    # 0.7 -> 0.9 holds 29 % more GPU memory, a regression of its own; allowed here (the
+    # tolerance of the exact memory comparison) so that max_num_seqs is the one culprit
+    code, verdict = _bisect(files, "dependent", "--min-effect", "gpu_memory_peak_bytes=0.3")
     assert code == 1 and _culprits(verdict) == [["engine.max_num_seqs"]]
     bisect = verdict["bisect"]
     assert isinstance(bisect, dict)

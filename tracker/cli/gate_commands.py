@@ -38,8 +38,9 @@ def cmd_diff(base_ref: str, head_ref: str, db: str | None) -> int:
 
 def parse_min_effects(items: list[str]) -> dict[str, float]:
     from tracker.gate.gating import GATE_METRICS
+    from tracker.gate.memory import MEMORY_METRIC
 
-    known = {metric.name for metric in GATE_METRICS}
+    known = {metric.name for metric in GATE_METRICS} | {MEMORY_METRIC.name}
     effects: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")

@@ -22,7 +22,8 @@ SUMMARY_METRICS = ("request_throughput_per_s", "output_throughput_tokens_per_s",
                    "itl_median_s", "itl_p99_s", "e2el_median_s", "e2el_p99_s")
 # Beside the throughputs when any workload of the run measured them (a priced config, NVML energy)
 COST_ENERGY_METRICS = ("usd_per_1m_output_tokens", "usd_per_1m_tokens", "joules_per_output_token",
-                       "joules_per_token")
+                       "joules_per_token", "gpu_memory_peak_bytes", "kv_cache_usage_peak",
+                       "num_preemptions", "startup_s")  # each shown where a workload measured it
 LATENCY_COLUMNS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2el_s": "E2E latency"}
 SOURCE_COLUMNS = ("source", "source file sha256")  # an imported run's tool and file
 KEPT_ATTR = "source_values"  # the frame attribute listing the tool-prefixed value columns

@@ -28,8 +28,17 @@ THROUGHPUT_LABELS = {
     "usd_per_1m_tokens": "cost per 1M tokens",
     "joules_per_output_token": "energy per output token",
     "joules_per_token": "energy per token",
+    "gpu_memory_peak_bytes": "GPU memory peak",
+    "gpu_memory_mean_bytes": "GPU memory mean",
+    "kv_cache_usage_peak": "KV-cache usage peak",
+    "num_preemptions": "preemptions",
+    "startup_s": "startup time",
+    "accuracy": "accuracy",
+    "answer_drift": "answer drift",
 }
 UNIT_LABELS = {"usd_per_1m_tokens": "$/1M tokens"}
+GIB = 1024**3
+SECONDS_SHOWN = frozenset({"startup_s"})  # per-run durations of seconds to minutes: not in ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +49,16 @@ class DisplayUnit:
 
 def display_unit(metric: str) -> DisplayUnit:
     unit = REGISTRY[metric].unit
-    return DisplayUnit("ms", 1000.0) if unit == "s" else DisplayUnit(UNIT_LABELS.get(unit, unit), 1.0)
+    if unit == "s":
+        return DisplayUnit("s", 1.0) if metric in SECONDS_SHOWN else DisplayUnit("ms", 1000.0)
+    if unit == "bytes":
+        return DisplayUnit("GiB", 1.0 / GIB)
+    return DisplayUnit(UNIT_LABELS.get(unit, unit), 1.0)
 
 
 def split_latency(metric: str) -> tuple[str, str] | None:
     """``"scheduled_ttft_p99_s"`` -> ``("scheduled_ttft", "p99")``; None for other metrics."""
-    if not metric.endswith("_s"):
+    if not metric.endswith("_s") or metric in SECONDS_SHOWN:
         return None
     key, _, stat = metric[:-2].rpartition("_")
     return (key, stat) if key and stat in STAT_LABELS else None

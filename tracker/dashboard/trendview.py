@@ -16,9 +16,11 @@ from tracker.dashboard.trend_series import (
     split_latency,
 )
 from tracker.dashboard.verdicts import compute_change_points
+from tracker.metrics import QUALITY_METRICS
 from tracker.store.queries import TrendOptions
 
 OTHER = "other"
+OTHER_LABEL = "throughput, SLOs, cost, energy, memory, server and quality"
 WINDOWS = {"last 30 days": 30, "last 90 days": 90, "last year": 365, "everything": None}
 
 
@@ -42,7 +44,7 @@ def _metric_controls(default_metric: str, metrics: tuple[str, ...]) -> str:
     default_family = default[0] if default and default[0] in latencies else OTHER
     left, right = st.columns([1, 2])
     family = left.selectbox("Metric", families, index=families.index(default_family),
-                            format_func=lambda f: "throughput, SLOs, cost and energy" if f == OTHER
+                            format_func=lambda f: OTHER_LABEL if f == OTHER
                             else latency_label(f), key="trend_family")
     if family == OTHER:
         chosen = right.radio("Measure", others, format_func=metric_label, horizontal=True,
@@ -61,7 +63,8 @@ def workload_names(url: str, options: TrendOptions, metric: str, configs: tuple[
     suites, in run order (so the results a workload's run adds -- a session's ``chat/turn-1``
     and ``chat/turns-2+``, a stage's ``chat@c4`` -- follow it), then the suites' own workloads
     never measured. (The suite definitions alone name only ``chat``.)"""
-    defined = [w for s in suites for w in options.workloads.get(s, ())]
+    defined = [] if metric in QUALITY_METRICS else [w for s in suites
+                                                     for w in options.workloads.get(s, ())]
     measured: list[str] = []
     if configs and suites:  # the query the chart makes for every workload: cached once
         trend = data.load_trend(url, data.TrendSelection(metric, configs, suites, None))
@@ -79,8 +82,12 @@ def choose_selection(url: str, options: TrendOptions) -> tuple[data.TrendSelecti
     suites = middle.multiselect("Suites", options.suites, default=list(default.suites),
                                 format_func=ui.plain_text, key="trend_suites")
     names = workload_names(url, options, metric, tuple(configs), tuple(suites))
-    workloads = right.multiselect("Workloads", names, default=names, format_func=ui.plain_text,
-                                  placeholder="every workload", key="trend_workloads")
+    # a quality metric's series are its sets' (quality:<set>), chosen in a widget of their own
+    quality = metric in QUALITY_METRICS
+    workloads = right.multiselect("Quality sets" if quality else "Workloads", names,
+                                  default=names, format_func=ui.plain_text,
+                                  placeholder="every set" if quality else "every workload",
+                                  key="trend_quality_sets" if quality else "trend_workloads")
     left, right = st.columns([1, 2])
     window = left.selectbox("Time", list(WINDOWS), index=len(WINDOWS) - 1, key="trend_window")
     show_band = right.toggle("Noise band", value=True, key="trend_band")

@@ -11,7 +11,10 @@ from __future__ import annotations
 import pandas as pd
 
 from tracker.analysis import Verdict, compare_samples, detect_change_points
+from tracker.analysis.changepoints import DEFAULT_MIN_REL_CHANGE
+from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.dashboard.trend_series import display_unit
+from tracker.gate.memory import MEMORY_METRIC, judge_memory
 from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
 from tracker.results import RunResult, WorkloadResult
 
@@ -27,7 +30,8 @@ def _row(workload: str, metric: str, verdict: Verdict, samples: str) -> tuple[ob
 
 def compute_verdicts(base: RunResult, head: RunResult) -> pd.DataFrame:
     """The analysis' verdict on each compared metric (``tracker.metrics.COMPARED_METRICS``, the
-    gate's) of every workload the runs share (client-bound workloads are not compared)."""
+    gate's) and on the GPU memory peak (``tracker.gate.memory``: exactly where bit-constant) of
+    every workload the runs share (client-bound workloads are not compared)."""
     heads = {w.name: w for w in head.workloads}
     rows = []
     for workload in base.workloads:
@@ -36,6 +40,10 @@ def compute_verdicts(base: RunResult, head: RunResult) -> pd.DataFrame:
             continue  # a client-bound workload measured the load generator, not the server
         for metric in COMPARED_METRICS:
             rows.extend(_verdict_row(workload, other, metric))
+        memory = judge_memory([workload], [other], confidence=0.95,
+                              min_effect=DEFAULT_MIN_EFFECT[MEMORY_METRIC.statistic])
+        if memory is not None and memory.verdict is not None:  # as the gate judges it
+            rows.append(_row(workload.name, MEMORY_METRIC.name, memory.verdict, "1 run vs 1 run"))
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
@@ -59,7 +67,9 @@ def compute_change_points(shaped: pd.DataFrame) -> pd.DataFrame:
         values = [float(v) for v in ordered["shown"]]
         found = REGISTRY.get(str(ordered["metric"].iloc[0])) if "metric" in ordered else None
         direction = None if found is None else found.lower_is_better
-        for point in detect_change_points(values, lower_is_better=direction):
+        smallest = 0.0 if found is not None and found.bit_constant else DEFAULT_MIN_REL_CHANGE
+        for point in detect_change_points(values, lower_is_better=direction,
+                                          min_rel_change=smallest):
             at = ordered.iloc[point.index]
             unit = display_unit(str(at["metric"])) if "metric" in at else None
             label = unit.label if unit else ""

@@ -28,9 +28,15 @@ from tracker.analysis import Verdict, compare_samples, judge_family
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import ConfigSide
+from tracker.gate.memory import MEMORY_LABEL, MEMORY_METRIC, judge_memory
 from tracker.inputs.config_diff import Change, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
-from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
+from tracker.metrics import (
+    COMPARED_METRICS,
+    REGISTRY,
+    Metric,
+    compute_samples,
+)
 from tracker.results import RunResult, RunStatus, WorkloadResult, compute_run_source
 from tracker.store.runs import fetch_run
 
@@ -163,7 +169,22 @@ def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
             row = _row(name, metric, base, head, options, verdicts)
             if row is not None:
                 rows.append(row)
+        memory = compute_memory_row(name, base, head, options)
+        if memory is not None:
+            rows.append(memory)
     return rows
+
+
+def compute_memory_row(name: str, base: Sequence[WorkloadResult], head: Sequence[WorkloadResult],
+                       options: GateOptions) -> GateRow | None:
+    """The workload's GPU memory peak (``tracker.gate.memory``); None: neither side measured."""
+    metric = MEMORY_METRIC
+    judged = judge_memory(base, head, confidence=options.confidence,
+                          min_effect=compute_min_effect(metric, options),
+                          tolerance=options.min_effect.get(metric.name, 0.0), seed=options.seed)
+    if judged is None:
+        return None
+    return GateRow(name, metric.name, MEMORY_LABEL, metric.unit, judged.verdict, judged.note)
 
 
 def _row(name: str, metric: Metric, base: Sequence[WorkloadResult],

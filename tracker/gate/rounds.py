@@ -7,8 +7,10 @@ fall on both sides alike instead of always on the head.
 
 Sequential (the default): after every round ``tracker.analysis.sequential`` sees that round's
 pair of runs for every workload and metric, and the gate stops as soon as every row is decided
-(regressed, or a regression of the minimum effect ruled out), at most ``design.rounds``; a
-round whose run failed ends the gate at once (it could not measure). Fixed: exactly
+(regressed, or a regression of the minimum effect ruled out), at most ``design.rounds``, or
+once a workload's GPU memory peak regressed exactly (``tracker.gate.memory``: the same bytes on
+every run of each side, so one round is certain); a round whose run failed ends the gate at once
+(it could not measure). Fixed: exactly
 ``design.rounds`` rounds, judged once at the end by ``compare_samples``.
 
 A round in which one side of a workload was client-bound (the load generator, not the server,
@@ -48,6 +50,7 @@ from tracker.gate.gating import (
     compute_workload_names,
     row_key,
 )
+from tracker.gate.memory import find_exact_memory_regression
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
@@ -95,6 +98,12 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
         state = gate.observe(samples)
         reason = state.stop_reason
         if state.decided:
+            break
+        memory = find_exact_memory_regression(
+            base_runs, head_runs, options.min_effect.get("gpu_memory_peak_bytes", 0.0))
+        if memory is not None:  # certain already: the same bytes on every run of each side
+            reason = (f"decided after {number} of {design.rounds} rounds: {memory}'s GPU memory "
+                      "peak regressed (bit-constant on both sides, compared exactly)")
             break
     verdicts = None if gate is None else {row.key: row.verdict for row in gate.state().rows}
     if design.sequential and gate is None:

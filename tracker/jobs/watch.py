@@ -11,7 +11,9 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from tracker.analysis import ChangeMonitor, ChangePoint, compute_attribution
-from tracker.metrics import REGISTRY, Direction
+from tracker.analysis.changepoints import DEFAULT_MIN_REL_CHANGE
+from tracker.metrics import QUALITY_METRICS, REGISTRY, Direction
+from tracker.store.quality_series import fetch_quality_series_names
 from tracker.store.regressions import (
     RegressionRecord,
     SeriesKey,
@@ -27,11 +29,22 @@ RECORDS_SCANNED = 10_000
 # regression: the registry says higher is better), and what a token costs in money and energy.
 # A workload that never measured one (no server counters, no price, no GPU) has no such series,
 # so nothing is watched there.
+# Also the GPU memory peak (bit-constant on vLLM and the simulator: any step of a level that
+# persists is a change, ``EXACT_METRICS``), the KV-cache usage peak, the preemptions, and the
+# launched server's startup time. And per quality set of the config's runs (the series
+# ``quality:<set>``), its accuracy and answer drift (``QUALITY_WATCHED``).
 WATCHED_METRICS = (
     "ttft_median_s", "ttft_p99_s", "tpot_median_s", "itl_p99_s", "e2el_p99_s",
     "request_throughput_per_s", "output_throughput_tokens_per_s", "prefix_cache_hit_rate",
     "usd_per_1m_output_tokens", "joules_per_output_token",
+    "gpu_memory_peak_bytes", "kv_cache_usage_peak", "num_preemptions", "startup_s",
 )
+QUALITY_WATCHED = QUALITY_METRICS
+# Judged without the detector's smallest relative change (``Metric.bit_constant``): a
+# bit-constant series' levels are compared exactly (``tracker.analysis.changepoint_constant``),
+# so 2 MiB more of 72 GiB is a step; a series that is not bit-constant still needs the rank
+# test's significance.
+EXACT_METRICS = frozenset(m.name for m in REGISTRY.values() if m.bit_constant)
 
 
 def compute_alerts(values: list[float], monitor: ChangeMonitor | None = None) -> list[ChangePoint]:
@@ -60,7 +73,8 @@ def record_regressions(session: Session, series: SeriesKey, *,
     """Store a regression record (status ``open``) for each new change point in the series."""
     found = REGISTRY.get(series.metric)  # its direction guides where a step is placed
     watcher = monitor or ChangeMonitor(
-        lower_is_better=None if found is None else found.lower_is_better)
+        lower_is_better=None if found is None else found.lower_is_better,
+        min_rel_change=0.0 if series.metric in EXACT_METRICS else DEFAULT_MIN_REL_CHANGE)
     points = fetch_metric_series(session, series)
     known = _known_locations(session, series, points)
     saved_ids: list[int] = []
@@ -85,4 +99,8 @@ def watch_run(session: Session, config_name: str, suite_name: str,
     for workload in workloads:
         for metric in WATCHED_METRICS:
             found += record_regressions(session, SeriesKey(config_name, suite_name, workload, metric))
+    for series_name in fetch_quality_series_names(session, config_name, suite_name):
+        for metric in QUALITY_WATCHED:
+            found += record_regressions(session, SeriesKey(config_name, suite_name, series_name,
+                                                           metric))
     return found

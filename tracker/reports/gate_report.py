@@ -9,13 +9,17 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from tracker.analysis import Outcome, Verdict
+from tracker.analysis.exact import EXACT_METHOD
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
+from tracker.gate.memory import MEMORY_METRIC
 from tracker.gate.probes import BisectResult
 from tracker.redaction import escape_markdown
 from tracker.reports.bisect_report import render_bisect_json, render_bisect_markdown
 from tracker.reports.diff_report import render_diff_markdown
 
 JSON_SCHEMA = "tracker.gate.gating/1"
+GIB = 1024**3
+MIB = 1024**2
 SYMBOLS = {
     Outcome.REGRESSION: "❌ regression",
     Outcome.IMPROVEMENT: "✅ improvement",
@@ -34,7 +38,34 @@ def render_value(value: float | None, unit: str) -> str:
         return "-"
     if unit == "s":
         return f"{value * 1000.0:.2f} ms"
+    if unit == "bytes":
+        return f"{value / GIB:.2f} GiB"
     return f"{value:.2f} {unit}"
+
+
+def render_memory_line(result: GateResult) -> str | None:
+    """"**GPU memory** (peak per GPU, from NVML): single-user 72.00 GiB → 76.00 GiB (+4.00 GiB,
+    ❌ regression) · ..."; None when no row has memory."""
+    rows = [row for row in result.rows if row.metric == MEMORY_METRIC.name]
+    if not rows:
+        return None
+    parts: list[str] = []
+    for row in rows:
+        v = row.verdict
+        if v is None or v.base_value is None or v.head_value is None:
+            parts.append(f"{escape_markdown(row.workload)} {escape_markdown(row.note or '')}")
+            continue
+        delta = (v.head_value - v.base_value) / MIB
+        parts.append(f"{escape_markdown(row.workload)} {render_value(v.base_value, row.unit)} → "
+                     f"{render_value(v.head_value, row.unit)} ({delta:+,.0f} MiB, "
+                     f"{render_row_verdict(row)})")
+    sources = sorted({row.note for row in rows if row.verdict is not None and row.note})
+    where = f", {escape_markdown('; '.join(sources))}" if sources else ""
+    exact = [row.verdict for row in rows
+             if row.verdict is not None and row.verdict.method == EXACT_METHOD]
+    how = (f"; bit-constant: compared exactly, tolerance {exact[0].min_effect:g}" if exact
+           else "")
+    return f"**GPU memory** (peak per GPU{where}{how}): " + " · ".join(parts)
 
 
 def render_change(verdict: Verdict) -> str:
@@ -116,6 +147,9 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None)
         *(_table_row(row) for row in result.rows),
         "",
     ]
+    memory = render_memory_line(result)
+    if memory is not None:
+        lines += [memory, ""]
     if result.problems:
         lines += ["**Could not measure:**", "", *(f"- {escape_markdown(p)}" for p in result.problems),
                   ""]

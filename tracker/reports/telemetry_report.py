@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.metrics import SIM_MEMORY_GAUGE
 from tracker.results import (
     GpuDeviceSummary,
     GpuTelemetry,
@@ -128,9 +129,13 @@ def _server_line(run: RunResult) -> str:
     if not server["measured"]:
         return f"server: not measured ({server['reason']})"
     preemptions = server.get("num_preemptions")
+    memory = server.get(f"{SIM_MEMORY_GAUGE}_peak")
+    simulated = ("" if memory is None else
+                 f"; simulated GPU memory {memory / GIB:.2f} GiB per GPU (the simulator's own "
+                 "account: the GPU memory the tracker judges)")
     return (f"server: kv-cache peak {_pct(server.get('kv_cache_usage_peak'))}, preemptions "
             f"{'-' if preemptions is None else int(preemptions)}, prefix-cache hit rate "
-            f"{_pct(server.get('prefix_cache_hit_rate'))}{_workload_hit_rates(run)}")
+            f"{_pct(server.get('prefix_cache_hit_rate'))}{_workload_hit_rates(run)}{simulated}")
 
 
 def _workload_hit_rates(run: RunResult) -> str:

@@ -73,6 +73,7 @@ class EngineSnapshot:
     kv_cache_capacity_bytes: int = 0
     kv_cache_used_bytes: int = 0
     kv_cache_peak_used_bytes: int = 0  # since the engine started
+    gpu_memory_used_bytes: int = 0  # per simulated GPU: weights + the KV pool (from the start)
     num_gpu_blocks: int = 0
     block_size: int = 0
 
@@ -158,6 +159,7 @@ class Engine:
             kv_cache_capacity_bytes=self.kv.capacity_bytes,
             kv_cache_used_bytes=scheduler.used_blocks * self.kv.block_bytes,
             kv_cache_peak_used_bytes=scheduler.peak_used_blocks * self.kv.block_bytes,
+            gpu_memory_used_bytes=self.kv.gpu_memory_used_bytes,
             num_gpu_blocks=self.kv.num_blocks,
             block_size=self.kv.block_size,
         )

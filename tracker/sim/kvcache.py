@@ -3,8 +3,10 @@
 Capacity follows vLLM's arithmetic: the memory the engine may use (GPU bytes x
 ``gpu_memory_utilization`` on each of ``tensor_parallel_size`` GPUs) less the weights, divided by
 the KV bytes of one token (2 for K and V x layers x kv heads x head dim x dtype bytes), in blocks
-of ``block_size`` tokens. The prefix cache remembers the chained hashes of full prompt blocks it
-has computed (least recently used first out), so a repeated prefix costs no prefill.
+of ``block_size`` tokens. The pool is allocated at start, so each GPU's memory is its share of
+the weights and the pool whatever the load (``gpu_memory_used_bytes``). The prefix cache
+remembers the chained hashes of full prompt blocks it has computed (least recently used first
+out), so a repeated prefix costs no prefill.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class KvCacheSpec:
     weights_bytes: int
     usable_bytes: int
     unquantized_weights_bytes: int = 0  # the same model in 16-bit weights (0: not known)
+    gpus: int = 1  # tensor_parallel_size: the weights and the KV pool are split over them
 
     @property
     def capacity_tokens(self) -> int:
@@ -53,6 +56,12 @@ class KvCacheSpec:
     @property
     def capacity_bytes(self) -> int:
         return self.num_blocks * self.block_bytes
+
+    @property
+    def gpu_memory_used_bytes(self) -> int:
+        """What each simulated GPU holds from the start, as NVML would read it on vLLM: its
+        share of the weights and of the whole KV pool (allocated at start, whatever the load)."""
+        return -(-(self.weights_bytes + self.capacity_bytes) // self.gpus)
 
     @property
     def weights_fraction(self) -> float:
@@ -110,7 +119,7 @@ def compute_kv_cache_spec(
     per_token = compute_kv_bytes_per_token(engine)
     num_blocks = max(0, usable_bytes - weights_bytes) // (per_token * block_size)
     spec = KvCacheSpec(block_size, num_blocks, per_token, weights_bytes, usable_bytes,
-                       compute_unquantized_weights_bytes(settings))
+                       compute_unquantized_weights_bytes(settings), gpus)
     _check_fits(spec, engine)
     return spec
 

@@ -1,4 +1,6 @@
-"""The simulator's ``/metrics``: Prometheus text under vLLM's metric names and labels."""
+"""The simulator's ``/metrics``: Prometheus text under vLLM's metric names and labels, and its
+own (``tracker_sim:*``): the simulated memory, which no NVML can see; the tracker reads
+``tracker_sim:gpu_memory_used_bytes`` as the GPU memory of the target (``tracker.metrics``)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ _GAUGES = (
      "kv_cache_used_bytes"),
     ("tracker_sim:kv_cache_peak_used_bytes", "Most KV-cache memory held at once since start.",
      "kv_cache_peak_used_bytes"),
+    ("tracker_sim:gpu_memory_used_bytes",
+     "Simulated memory used on each GPU: its share of the weights and the KV pool.",
+     "gpu_memory_used_bytes"),
 )
 _COUNTERS = (
     ("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.",

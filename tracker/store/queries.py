@@ -15,10 +15,17 @@ import pandas as pd
 from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from tracker.metrics import REGISTRY, compute_workload_metrics
+from tracker.metrics import (
+    REGISTRY,
+    compute_quality_metrics,
+    compute_run_metrics,
+    compute_workload_metrics,
+    quality_series_name,
+)
 from tracker.results import IMPORT_KEY, NATIVE_SOURCE, RunResult
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
 from tracker.store.models import WorkloadResultModel as Workloads
+from tracker.store.quality_series import fetch_quality_trend_rows, is_quality_metric
 from tracker.store.regressions import RegressionStatus, fetch_regressions
 from tracker.store.runs import fetch_run
 
@@ -200,7 +207,14 @@ def fetch_trend(
 
     Runs that did not measure the metric (failed, or the metric was not defined) have no row.
     ``source`` is ``native`` for a run measured here, else the tool it was imported from.
+    A quality metric's rows are its sets' (workload ``quality:<set>``).
     """
+    if is_quality_metric(metric):
+        rows = fetch_quality_trend_rows(session, metric, configs=configs, suites=suites,
+                                        workloads=workloads, since=since)
+        quality = _frame(rows, TREND_COLUMNS)
+        quality["source"] = quality["source"].fillna(NATIVE_SOURCE)
+        return quality
     query = (
         _runs_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
@@ -294,24 +308,39 @@ def fetch_comparison(session: Session, base_id: int, head_id: int) -> Comparison
 
 
 def compare_metrics_frame(base: RunResult, head: RunResult) -> pd.DataFrame:
+    """Every metric of the workloads both runs have (the run's startup time with each, as
+    stored), then the quality set's accuracy and drift as the series ``quality:<set>``."""
     head_workloads = {w.name: w for w in head.workloads}
-    rows = []
+    pairs: list[tuple[str, Mapping[str, float], Mapping[str, float]]] = []
     for workload in base.workloads:
         other = head_workloads.get(workload.name)
-        if other is None:
-            continue
-        base_values = compute_workload_metrics(workload)
-        head_values = compute_workload_metrics(other)
-        for name, metric in REGISTRY.items():
-            before, after = base_values.get(name), head_values.get(name)
-            if before is None and after is None:
-                continue
-            delta = None if before is None or after is None else after - before
-            rel = None if delta is None or not before else delta / abs(before)
-            rows.append((workload.name, name, metric.unit, metric.direction.value, before, after,
-                         delta, rel))
+        if other is not None:
+            pairs.append((workload.name,
+                          {**compute_workload_metrics(workload),
+                           **compute_run_metrics(base.environment)},
+                          {**compute_workload_metrics(other),
+                           **compute_run_metrics(head.environment)}))
+    if base.quality is not None and head.quality is not None \
+            and base.quality.set_name == head.quality.set_name:
+        pairs.append((quality_series_name(base.quality.set_name),
+                      compute_quality_metrics(base.quality), compute_quality_metrics(head.quality)))
+    rows = [row for name, before, after in pairs for row in _compared(name, before, after)]
     columns = ["workload", "metric", "unit", "direction", "base", "head", "delta", "rel_change"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _compared(name: str, base_values: Mapping[str, float],
+              head_values: Mapping[str, float]) -> list[tuple[Any, ...]]:
+    rows = []
+    for metric_name, metric in REGISTRY.items():
+        before, after = base_values.get(metric_name), head_values.get(metric_name)
+        if before is None and after is None:
+            continue
+        delta = None if before is None or after is None else after - before
+        rel = None if delta is None or not before else delta / abs(before)
+        rows.append((name, metric_name, metric.unit, metric.direction.value, before, after,
+                     delta, rel))
+    return rows
 
 
 def fetch_latest_run_id(session: Session, config: str, version: str, suite: str) -> int | None:

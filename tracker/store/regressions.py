@@ -25,6 +25,7 @@ from tracker.store.models import (
     WorkloadResultModel,
 )
 from tracker.store.models_regressions import RegressionModel
+from tracker.store.quality_series import fetch_quality_series_rows, is_quality_metric
 from tracker.store.values import ConfigVersionRow
 
 UPDATED_BY_CHARS = 200  # regressions.updated_by is String(200)
@@ -174,7 +175,13 @@ def _record(row: RegressionModel) -> RegressionRecord:
 
 def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint]:
     """The metric's value in every completed run of the series, oldest first; client-bound
-    workloads (the load generator set the pace) and imported runs are left out."""
+    workloads (the load generator set the pace) and imported runs are left out. A quality
+    metric's series is its set's (workload ``quality:<set>``, ``tracker.store.quality_series``)."""
+    if is_quality_metric(series.metric):
+        found = fetch_quality_series_rows(session, series.config_name, series.suite_name,
+                                          series.workload, series.metric)
+        return [SeriesPoint(*row) for row in found
+                if compute_run_source(row.environment) == NATIVE_SOURCE]
     rows = session.execute(
         select(RunModel.id, RunModel.started_at, WorkloadMetricModel.value,
                ConfigVersionModel.version, ConfigVersionModel.canonical, SuiteModel.version,

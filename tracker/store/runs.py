@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import NotFoundError
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite
-from tracker.metrics import compute_workload_metrics
+from tracker.metrics import compute_run_metrics, compute_workload_metrics
 from tracker.results import (
     LatencyStats,
     RequestRecord,
@@ -139,12 +139,14 @@ def begin_run(
 
 def save_workload(session: Session, run_id: int, position: int, result: WorkloadResult) -> None:
     """Store one finished workload: summary columns, its metrics (``compute_workload_metrics``:
-    the summary's, and the server's prefix-cache hit rate, or the requests') and every request
-    record."""
+    the summary's, the server's, cost, energy and GPU memory; with the run's own,
+    ``compute_run_metrics``: the launched server's startup time) and every request record."""
     row = WorkloadResultModel(run_id=run_id, position=position, **_workload_values(result))
     session.add(row)
     session.flush()
-    metrics = compute_workload_metrics(result)
+    run = session.get(RunModel, run_id)
+    metrics = {**compute_workload_metrics(result),
+               **compute_run_metrics({} if run is None else run.environment)}  # startup_s
     if metrics:
         session.execute(insert(WorkloadMetricModel), [
             {"workload_result_id": row.id, "metric": name, "value": value}

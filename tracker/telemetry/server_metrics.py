@@ -9,7 +9,9 @@ max). What is kept, per workload, under vLLM's names:
 
 - gauges, as ``<name>_peak`` and ``<name>_mean`` over the scrapes taken while it ran (the final one
   included): ``kv_cache_usage`` (0..1; ``kv_cache_usage_perc``, or the deprecated
-  ``gpu_cache_usage_perc``), ``num_requests_running``, ``num_requests_waiting``;
+  ``gpu_cache_usage_perc``), ``num_requests_running``, ``num_requests_waiting``, and the
+  simulator's ``tracker_sim:gpu_memory_used_bytes`` as ``gpu_memory_used_bytes`` (its simulated
+  GPU's memory, read as the target's GPU memory by ``tracker.metrics.compute_gpu_memory``);
 - counters, as the delta from the scrape before to the scrape after (a labelled counter that
   appears during the workload counts from 0): ``num_preemptions``,
   ``prompt_tokens``, ``prompt_tokens_cached``, ``generation_tokens``, ``request_success``,
@@ -47,6 +49,7 @@ GAUGES: dict[str, tuple[str, ...]] = {
     "kv_cache_usage": ("kv_cache_usage_perc", "gpu_cache_usage_perc"),
     "num_requests_running": ("num_requests_running",),
     "num_requests_waiting": ("num_requests_waiting",),
+    "gpu_memory_used_bytes": ("sim_gpu_memory_used_bytes",),  # the simulator's (SIM_NAMES)
 }
 COUNTERS: dict[str, tuple[str, ...]] = {
     "num_preemptions": ("num_preemptions_total", "num_preemptions"),
@@ -102,9 +105,11 @@ SGLANG_NAMES: dict[str, tuple[str, ...]] = {
         ("e2e_request_latency_seconds", "e2e_request_latency_seconds"),
         ("queue_time_seconds", "request_queue_time_seconds")) for part in ("sum", "count")},
 }
+# The simulator's own: its simulated GPU's memory (no NVML sees it), read as a gauge
+SIM_NAMES: dict[str, tuple[str, ...]] = {"gpu_memory_used_bytes": ("sim_gpu_memory_used_bytes",)}
 ENGINE_NAMES: dict[str, Mapping[str, tuple[str, ...]]] = {
     "vllm:": _VLLM_NAMES, "vllm_": _VLLM_NAMES, "llamacpp:": LLAMACPP_NAMES,
-    "sglang:": SGLANG_NAMES,
+    "sglang:": SGLANG_NAMES, "tracker_sim:": SIM_NAMES,
 }
 
 

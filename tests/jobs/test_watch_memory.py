@@ -1,0 +1,113 @@
+"""The nightly watch follows the GPU memory peak exactly: a bit-constant series whose level
+changes on one night (and stays) is a change point at that night, however small the step; a
+one-night blip is not; and the accuracy of a quality set is watched as its own series."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker.inputs.configs import ServingConfig, build_loaded_config
+from tracker.inputs.suites import Suite, build_loaded_suite
+from tracker.jobs.watch import WATCHED_METRICS, watch_run
+from tracker.load.summary import compute_workload_summary
+from tracker.results import (
+    GpuDeviceSummary,
+    GpuTelemetry,
+    QualityItemResult,
+    QualityResult,
+    RequestRecord,
+    RunStatus,
+    TokenSource,
+    WorkloadResult,
+)
+from tracker.store.measurements import save_quality
+from tracker.store.regressions import SeriesKey, fetch_metric_series
+from tracker.store.runs import begin_run, finish_run, save_config_version, save_suite, save_workload
+
+T0 = datetime(2026, 9, 1, 2, 0, tzinfo=UTC)
+GIB, MIB = 1024**3, 1024**2
+PEAK = "gpu_memory_peak_bytes"
+
+
+def _workload(memory_bytes: int) -> WorkloadResult:
+    """A night's workload on one GPU that held ``memory_bytes`` in every NVML sample."""
+    records = tuple(RequestRecord(i, i * 0.1, 0.05, 0.4, (0.01,) * 3, 4, TokenSource.USAGE,
+                                  16, TokenSource.USAGE) for i in range(4))
+    device = GpuDeviceSummary(0, "H100", 80 * GIB, 40, memory_bytes, float(memory_bytes),
+                              60.0, 90.0, 300.0, 400.0, 1800.0, 60.0)
+    gpu = GpuTelemetry(measured=True, sample_hz=10.0, devices=(device,))
+    return WorkloadResult("chat", 2, 4, 0, {}, T0, T0, records,
+                          compute_workload_summary(records, 1.0), gpu=gpu)
+
+
+def _quality(correct: int) -> QualityResult:
+    items = tuple(QualityItemResult(f"q{i}", "exact", "x", 1.0 if i < correct else 0.0)
+                  for i in range(200))
+    return QualityResult("arith", "v1", items, 200, correct, correct / 200, None, None)
+
+
+def _store_history(engine: Engine, memory: list[int], correct: list[int] | None = None) -> None:
+    suite = build_loaded_suite(Suite.model_validate({
+        "name": "chat", "workloads": [{"name": "chat", "prompts": {
+            "source": "synthetic", "input_tokens": 8}, "max_tokens": 4, "concurrency": 2,
+            "num_requests": 4}]}), "baselines/chat.yaml")
+    for night, value in enumerate(memory):
+        utilization = 0.9 if value == memory[0] else 0.95
+        config = build_loaded_config(ServingConfig.model_validate({
+            "name": "nightly", "target": {"kind": "sim", "model": "m"},
+            "engine": {"gpu_memory_utilization": utilization}}), "configs/nightly.yaml")
+        started = T0 + timedelta(days=night)
+        with Session(engine) as session, session.begin():
+            run_id = begin_run(session, config_version_id=save_config_version(session, config),
+                               suite_id=save_suite(session, suite), started_at=started,
+                               host="gpu-1", tracker_version="0.1.0", simulated=False,
+                               environment={"driver": "550.54"})
+            save_workload(session, run_id, 0, _workload(value))
+            if correct is not None:
+                save_quality(session, run_id, _quality(correct[night]))
+            finish_run(session, run_id, RunStatus.COMPLETED, started, None)
+
+
+def _memory_records(engine: Engine) -> list:  # type: ignore[type-arg]
+    with Session(engine) as session, session.begin():
+        found = watch_run(session, "nightly", "chat", ["chat"])
+    return [r for r in found if r.series.metric == PEAK]
+
+
+def test_a_bit_constant_memory_series_changing_on_one_night_is_a_change_point_there(
+        store: Engine) -> None:
+    assert PEAK in WATCHED_METRICS
+    base = 72 * GIB
+    memory = [base] * 20 + [base + 2 * MIB] * 8  # +0.003 %: far below any noise threshold
+    _store_history(store, memory)
+    with Session(store) as session:
+        series = fetch_metric_series(session, SeriesKey("nightly", "chat", "chat", PEAK))
+    assert [p.value for p in series] == [float(v) for v in memory]
+    [record] = _memory_records(store)
+    assert record.location_index == 20 and record.run_id == series[20].run_id
+    assert record.before == base and record.after == base + 2 * MIB
+    assert record.regressed is True  # more memory, and lower is better
+    assert record.attribution is not None and "gpu_memory_utilization: 0.9 → 0.95" in \
+        record.attribution
+    assert _memory_records(store) == []  # never twice
+
+
+def test_a_one_night_memory_blip_is_no_change_point(store: Engine) -> None:
+    memory = [72 * GIB] * 30
+    memory[12] += 512 * MIB
+    _store_history(store, memory)
+    assert _memory_records(store) == []
+
+
+def test_a_fall_of_a_quality_sets_accuracy_is_watched_as_its_own_series(store: Engine) -> None:
+    correct = [180, 181, 179, 180, 182, 178, 180, 181, 179, 180, 181, 180,
+               150, 151, 149, 150, 152, 148, 150, 151]  # 90 % -> 75 %
+    _store_history(store, [72 * GIB] * len(correct), correct)
+    with Session(store) as session, session.begin():
+        found = watch_run(session, "nightly", "chat", ["chat"])
+    [record] = [r for r in found if r.series.metric == "accuracy"]
+    assert record.series.workload == "quality:arith"
+    assert record.location_index == 12 and record.regressed is True
