@@ -15,6 +15,11 @@ One JSON object a line (blank lines and lines starting with ``//`` are skipped):
   simulator says it when it answers the item right;
 - ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item.
 
+A line may instead be GSM8K-style (``question``, ``answer`` ending in ``#### number``) or
+multiple choice (``question``, ``choices``, ``answer`` as a letter or index): see
+``tracker.quality.formats``. ``compute_sample`` draws a seeded subset (a suite's
+``quality.sample``) for a cheap nightly.
+
 A set's version is the sha256 of its items in canonical JSON, so any change to an item changes
 the version of every suite that uses the set.
 """
@@ -23,9 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import (
@@ -39,6 +45,7 @@ from pydantic import (
 )
 
 from tracker.errors import QualitySetError
+from tracker.quality.formats import convert_line
 from tracker.quality.jsonschema import check_schema
 
 ScorerName = Literal["exact", "contains", "regex", "numeric", "choice", "json"]
@@ -127,6 +134,16 @@ class QualitySet:
         return self.version[:12]
 
 
+def compute_sample(quality_set: QualitySet, size: int | None, seed: int) -> QualitySet:
+    """``size`` items drawn without replacement (seeded), in the file's order, as a set of its own
+    version; the whole set when ``size`` is None or not smaller than the set."""
+    if size is None or size >= len(quality_set.items):
+        return quality_set
+    chosen = sorted(random.Random(seed).sample(range(len(quality_set.items)), size))
+    items = tuple(quality_set.items[i] for i in chosen)
+    return replace(quality_set, version=compute_set_version(items), items=items)
+
+
 def compute_set_version(items: tuple[QualityItem, ...]) -> str:
     canonical = [item.model_dump(mode="json", exclude_defaults=True) for item in items]
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -142,7 +159,9 @@ def _validation_message(exc: ValidationError) -> str:
     return f"{loc}: {message}"
 
 
-def parse_quality_item(line: str, where: str) -> QualityItem:
+def parse_quality_item(line: str, where: str, number: int = 0) -> QualityItem:
+    """One line of a set file: the tracker's own item, or a GSM8K-style or multiple-choice line
+    (``tracker.quality.formats``; ``number``, the line's, names an item without an id)."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -154,6 +173,10 @@ def parse_quality_item(line: str, where: str) -> QualityItem:
     if not isinstance(data, Mapping):
         raise QualitySetError(f"{where}: each line must be a JSON object "
                               f"(got {type(data).__name__})")
+    try:
+        data = convert_line(data, number)
+    except ValueError as exc:
+        raise QualitySetError(f"{where}: {exc}") from None
     try:
         return QualityItem.model_validate(data)
     except ValidationError as exc:
