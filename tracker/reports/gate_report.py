@@ -11,9 +11,15 @@ from typing import Any
 from tracker.analysis import Outcome, Verdict
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
 from tracker.gate.probes import BisectResult
+from tracker.gate.quality_check import ACCURACY
 from tracker.redaction import escape_markdown
 from tracker.reports.bisect_report import render_bisect_json, render_bisect_markdown
 from tracker.reports.diff_report import render_diff_markdown
+from tracker.reports.quality_report import (
+    render_accuracy_change,
+    render_quality_json,
+    render_quality_markdown,
+)
 
 JSON_SCHEMA = "tracker.gate.gating/1"
 SYMBOLS = {
@@ -34,6 +40,8 @@ def render_value(value: float | None, unit: str) -> str:
         return "-"
     if unit == "s":
         return f"{value * 1000.0:.2f} ms"
+    if unit == "fraction":
+        return f"{value:.1%}"
     return f"{value:.2f} {unit}"
 
 
@@ -85,8 +93,9 @@ def _table_row(row: GateRow) -> str:
         v = row.verdict
         verdict = render_row_verdict(row) + (f" ({escape_markdown(row.note)})" if row.note
                                              else "")
+        change = render_accuracy_change(v) if row.metric == ACCURACY else render_change(v)
         cells = [escape_markdown(row.workload), row.label, render_value(v.base_value, row.unit),
-                 render_value(v.head_value, row.unit), render_change(v), verdict]
+                 render_value(v.head_value, row.unit), change, verdict]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
@@ -116,6 +125,8 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None)
         *(_table_row(row) for row in result.rows),
         "",
     ]
+    if result.quality is not None:
+        lines += render_quality_markdown(result.quality)
     if result.problems:
         lines += ["**Could not measure:**", "", *(f"- {escape_markdown(p)}" for p in result.problems),
                   ""]
@@ -219,6 +230,7 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> 
         "config_diff": [{"path": c.path, "old": c.old, "new": c.new}
                         for c in result.config_changes],
         "problems": list(result.problems),
+        "quality": render_quality_json(result.quality),
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
                   "note": row.note, "regressed": row.regressed,
                   "adjusted_p_value": row.adjusted_p_value,
