@@ -27,7 +27,7 @@ def render_accuracy_change(verdict: Verdict) -> str:
 def _answer(text: str | None) -> str:
     if text is None:
         return "(no answer)"
-    return escape_markdown(redact_one_line(text, ANSWER_LIMIT)).replace("|", "\\|")
+    return escape_markdown(redact_one_line(text, ANSWER_LIMIT))  # pipes escaped too
 
 
 def _runs(quality: QualityComparison) -> str:
