@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from tracker.analysis import Outcome, PairedItem, compute_paired_quality
-from tracker.inputs.configs import ServingConfig
+from tracker.inputs.configs import ServingConfig, load_config
 from tracker.quality import load_quality_set, score_output
 from tracker.sim.answers import KV_FP8_PENALTY, AnswerModel
 
@@ -67,3 +67,12 @@ def test_the_same_config_answers_the_same_and_is_no_change() -> None:
     result = compute_paired_quality(_pairs(model, AnswerModel.from_config(_config())))
     assert result.table.discordant == 0 and result.changed == 0
     assert result.verdict.outcome is Outcome.NO_CHANGE
+
+
+def test_the_walks_awq_step_shows_a_drop_the_set_can_detect() -> None:
+    walk = ROOT / "configs" / "walk"
+    plain = AnswerModel.from_config(load_config(walk / "2-continuous-batching.yaml").config)
+    awq = AnswerModel.from_config(load_config(walk / "3-awq.yaml").config)
+    result = compute_paired_quality(_pairs(plain, awq))
+    assert result.verdict.outcome is Outcome.REGRESSION
+    assert -result.difference > 3 * result.detectable_drop  # about 12 points, seen easily
