@@ -61,3 +61,50 @@ def test_gate_passes_the_same_config_against_itself(
     quality = verdict["quality"]
     assert isinstance(quality, dict) and quality["difference"] == 0.0
     assert quality["head_reused_from_run_id"] == quality["base_run_id"]  # asked once a night
+
+
+TINY_SUITE = """\
+name: gate-quality-sample
+seed: 3
+quality: {{path: {path}, concurrency: 16, sample: 10, seed: 2}}
+workloads:
+  - name: busy
+    prompts: {{source: synthetic, input_tokens: 32}}
+    max_tokens: 8
+    ignore_eos: true
+    concurrency: 4
+    num_requests: 16
+"""
+TINY_CONFIG = """\
+name: gate-quality-sim
+target:
+  kind: sim
+  model: sim/test-model
+  simulator: {seed: 1, prefill_s_per_token: 0.0001, decode_base_s: 0.002, run_noise: 0.0}
+engine:
+  max_num_seqs: 16
+"""
+
+
+@pytest.mark.parametrize(("flags", "items"), [([], 40), (["--quality-sample"], 10)])
+def test_the_gate_asks_the_whole_set_unless_told_to_ask_the_sample(
+        tmp_path: Path, flags: list[str], items: int) -> None:
+    suite, config = tmp_path / "suite.yaml", tmp_path / "config.yaml"
+    suite.write_text(TINY_SUITE.format(path=ROOT / "baselines" / "quality" / "basic.jsonl"),
+                     encoding="utf-8")
+    config.write_text(TINY_CONFIG, encoding="utf-8")
+    out = tmp_path / "gate.json"
+    code = main(["gate", "--base", str(config), "--head", str(config), "--suite", str(suite),
+                 "--repeats", "1", "--db", str(tmp_path / "gate.db"), "--quiet",
+                 "--json", str(out), *flags])
+    verdict = json.loads(out.read_text(encoding="utf-8"))
+    quality = verdict["quality"]
+    assert code in (0, 3) and quality["items"] == items  # one round: latency may be unjudged
+    assert quality["difference"] == 0.0 and quality["head_reused_from_run_id"] is not None
+    # the same answers, but so few items cannot rule out a one-point change: inconclusive,
+    # with the drop they could detect (more for fewer items)
+    assert quality["outcome"] == "inconclusive"
+    assert quality["detectable_drop"] > (0.3 if items == 10 else 0.1)
+    (row,) = [r for r in verdict["rows"] if r["metric"] == "accuracy"]
+    assert row["note"] == (f"this set detects a drop of {quality['detectable_drop'] * 100:.1f} "
+                           "points at 80% power")

@@ -28,7 +28,12 @@ from tracker.analysis import Verdict, compare_samples, judge_family
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import ConfigSide
-from tracker.gate.quality_check import ACCURACY, QualityComparison, compute_quality_comparison
+from tracker.gate.quality_check import (
+    ACCURACY,
+    QualityComparison,
+    compute_quality_comparison,
+    compute_row_note,
+)
 from tracker.inputs.config_diff import Change, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
 from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
@@ -239,7 +244,7 @@ def compute_quality_rows(quality: QualityComparison | None) -> list[GateRow]:
         return []
     verdict = None if quality.paired is None else quality.paired.verdict
     return [GateRow(f"quality: {quality.set_name}", ACCURACY, ACCURACY, "fraction", verdict,
-                    quality.note)]
+                    compute_row_note(quality))]
 
 
 def judge_rows(rows: Sequence[GateRow], alpha: float) -> list[GateRow]:

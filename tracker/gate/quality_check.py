@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracker.analysis import PairedItem, PairedQuality, compute_paired_quality
+from tracker.analysis import Outcome, PairedItem, PairedQuality, compute_paired_quality
 from tracker.analysis.paired_quality import DEFAULT_MIN_DROP
 from tracker.results import QualityItemResult, QualityResult, RunResult
 
@@ -99,3 +99,13 @@ def compute_quality_comparison(base_runs: Sequence[RunResult], head_runs: Sequen
                                     else min_drop, confidence=confidence)
     worse_first = sorted(flipped, key=lambda item: not item.base_right)
     return QualityComparison(name, *ids, *asked, paired, tuple(worse_first[:EXAMPLES]), note)
+
+
+def compute_row_note(quality: QualityComparison) -> str | None:
+    """The accuracy row's note: why it was not compared, or, when the verdict is open, the drop
+    the set could have detected."""
+    paired = quality.paired
+    if paired is None or paired.verdict.outcome is not Outcome.INCONCLUSIVE:
+        return quality.note
+    power = f"this set detects a drop of {paired.detectable_drop * 100:.1f} points at 80% power"
+    return power if quality.note is None else f"{quality.note}; {power}"
