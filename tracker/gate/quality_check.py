@@ -2,7 +2,9 @@
 
 Each side's answers are those of its first run that stored the suite's quality set (with
 ``when: once_per_night`` later rounds reuse that run's answers, so the gate asks the set once
-per side). Items are matched by id; an item counts when both sides answered it. The verdict is
+per side). Items are matched by id (a sampled item's k-th ask with the other side's k-th: under
+no change both are draws of the same chance, so the exact test holds); an item counts when both
+sides answered it. A sampled ask's changed text is not drift. The verdict is
 ``tracker.analysis.compute_paired_quality``'s (exact McNemar, Newcombe's paired interval, the
 smallest drop the set can detect); this module only picks the runs and the items, and keeps a
 few flipped items with both answers for the report (the report redacts and escapes them).
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from tracker.analysis import Outcome, PairedItem, PairedQuality, compute_paired_quality
 from tracker.analysis.paired_quality import DEFAULT_MIN_DROP
+from tracker.quality.sets import is_sampled_ask
 from tracker.results import QualityItemResult, QualityResult, RunResult
 
 ACCURACY = "accuracy"  # the row's metric name, and the --min-effect key (absolute: 0.01 a point)
@@ -63,8 +66,8 @@ def compute_pairs(base: QualityResult, head: QualityResult
         if other is None or item.score is None or other.score is None:
             continue
         base_right, head_right = item.score == 1.0, other.score == 1.0
-        pairs.append(PairedItem(item.item_id, base_right, head_right,
-                                not _same_text(item.output, other.output)))
+        changed = not is_sampled_ask(item.item_id) and not _same_text(item.output, other.output)
+        pairs.append(PairedItem(item.item_id, base_right, head_right, changed))
         if base_right != head_right:
             flipped.append(FlippedItem(item.item_id, base_right, item.output, other.output))
     return pairs, flipped

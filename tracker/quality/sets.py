@@ -13,7 +13,11 @@ One JSON object a line (blank lines and lines starting with ``//`` are skipped):
   ``tracker.quality.jsonschema``). Text scorers take ``params.case_sensitive`` (default false);
 - ``answer`` (optional): a reference answer. Loading checks that it passes its own scorer; the
   simulator says it when it answers the item right;
-- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item.
+- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item;
+- ``temperature`` (default 0) and ``samples`` (default 1): an item at temperature 0 is asked
+  once (its answer does not vary); a sampled one (temperature > 0) ``samples`` times, each ask a
+  result of its own, ``<id>#1`` … ``<id>#N`` (``ask_ids``), scored and paired like an item. A
+  sampled ask's answer varies by design, so it counts in the accuracy and not in the drift.
 
 A line may instead be GSM8K-style (``question``, ``answer`` ending in ``#### number``) or
 multiple choice (``question``, ``choices``, ``answer`` as a letter or index): see
@@ -50,6 +54,12 @@ from tracker.quality.jsonschema import check_schema
 
 ScorerName = Literal["exact", "contains", "regex", "numeric", "choice", "json"]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+ASK_SEPARATOR = "#"  # never in an item id: ``<id>#k`` is the k-th ask of a sampled item
+
+
+def is_sampled_ask(result_id: str) -> bool:
+    """Whether a result id is one ask of a sampled item (its answer varies by design)."""
+    return ASK_SEPARATOR in result_id
 
 
 
@@ -89,9 +99,15 @@ class QualityItem(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     answer: str | None = None
     max_tokens: PositiveInt | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    samples: PositiveInt = Field(default=1, le=100)
 
     @model_validator(mode="after")
     def _fits_scorer(self) -> QualityItem:
+        if self.samples > 1 and self.temperature == 0.0:
+            raise ValueError(f"samples: an item at temperature 0 is asked once, its answer does "
+                             f"not vary (got samples {self.samples}); set temperature > 0 to "
+                             "sample it, or drop samples")
         PARAMS[self.scorer].model_validate(self.params)
         expected = self.expected
         if self.scorer == "json":
@@ -111,6 +127,13 @@ class QualityItem(_Strict):
             except re.error as exc:
                 raise ValueError(f"expected: not a regular expression: {exc}") from None
         return self
+
+    @property
+    def ask_ids(self) -> tuple[str, ...]:
+        """The result id of each ask: the item's id, or ``<id>#k`` for a sampled item."""
+        if self.samples == 1:
+            return (self.id,)
+        return tuple(f"{self.id}{ASK_SEPARATOR}{k}" for k in range(1, self.samples + 1))
 
     @property
     def reference_answer(self) -> str | None:
