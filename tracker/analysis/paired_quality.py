@@ -211,20 +211,21 @@ def _decide(table: PairedTable, accuracy: tuple[float, float], ci: tuple[float, 
     interval = (f"{diff * 100:+.1f} points [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}], "
                 f"{table.base_only} lost / {table.head_only} gained of {table.pairs} items, "
                 f"p(worse)={p_worse:.3g}")
+    minimum = f"{effect * 100:.1f} points"
     if diff < 0.0 and p_worse < alpha and -diff >= effect:
-        outcome, reason = Outcome.REGRESSION, f"worse: {interval}; significant and at least " \
-            f"the minimum drop of {effect * 100:.1f} points"
+        outcome = Outcome.REGRESSION
+        reason = f"worse: {interval}; significant and at least the minimum drop of {minimum}"
     elif diff > 0.0 and p_better < alpha and diff >= effect:
         outcome, reason = Outcome.IMPROVEMENT, f"better: {interval}"
     elif -effect < ci[0] and ci[1] < effect:
-        outcome, reason = Outcome.NO_CHANGE, f"no change: {interval} lies within " \
-            f"±{effect * 100:.1f} points"
+        outcome, reason = Outcome.NO_CHANGE, f"no change: {interval} lies within ±{minimum}"
     elif min(p_worse, p_better) < alpha:
-        outcome, reason = Outcome.NO_CHANGE, f"no change that matters: {interval} is below " \
-            f"the minimum of {effect * 100:.1f} points"
+        outcome = Outcome.NO_CHANGE
+        reason = f"no change that matters: {interval} is below the minimum of {minimum}"
     else:
-        outcome, reason = Outcome.INCONCLUSIVE, f"inconclusive: {interval}; this set detects " \
-            f"a drop of {detectable * 100:.1f} points at 80% power"
+        outcome = Outcome.INCONCLUSIVE
+        reason = (f"inconclusive: {interval}; this set detects a drop of "
+                  f"{detectable * 100:.1f} points at 80% power")
     rel = diff / accuracy[0] if accuracy[0] > 0.0 else None
     rel_ci = (ci[0] / accuracy[0], ci[1] / accuracy[0]) if accuracy[0] > 0.0 else None
     return Verdict(

@@ -78,22 +78,25 @@ def compute_quality_comparison(base_runs: Sequence[RunResult], head_runs: Sequen
                                ) -> QualityComparison | None:
     """The paired comparison of the two sides' answers; None when neither side has any."""
     base, head = _first_quality(base_runs), _first_quality(head_runs)
-    if base is None and head is None:
-        return None
     found = base if base is not None else head
-    assert found is not None
-    name = found[1].set_name
-    ids = (None if base is None else base[0], None if head is None else head[0])
-    asked = (None if base is None else base[1].reused_from_run_id,
-             None if head is None else head[1].reused_from_run_id)
+    if found is None:
+        return None
+
+    def build(paired: PairedQuality | None, examples: tuple[FlippedItem, ...] = (),
+              note: str | None = None) -> QualityComparison:
+        return QualityComparison(
+            found[1].set_name, base_run_id=None if base is None else base[0],
+            head_run_id=None if head is None else head[0],
+            base_asked_by=None if base is None else base[1].reused_from_run_id,
+            head_asked_by=None if head is None else head[1].reused_from_run_id,
+            paired=paired, examples=examples, note=note)
+
     if base is None or head is None:
-        side = "base" if base is None else "head"
-        return QualityComparison(name, *ids, *asked, None,
-                                 note=f"no quality answers in the {side} run(s)")
+        return build(None, note=f"no quality answers in the {'base' if base is None else 'head'}"
+                                " run(s)")
     pairs, flipped = compute_pairs(base[1], head[1])
     if not pairs:
-        return QualityComparison(name, *ids, *asked, None,
-                                 note="no item was answered on both sides")
+        return build(None, note="no item was answered on both sides")
     note = None
     if base[1].set_version != head[1].set_version:
         note = (f"the sides asked different items ({base[1].set_version[:12]} vs "
@@ -101,7 +104,7 @@ def compute_quality_comparison(base_runs: Sequence[RunResult], head_runs: Sequen
     paired = compute_paired_quality(pairs, min_effect=DEFAULT_MIN_DROP if min_drop is None
                                     else min_drop, confidence=confidence)
     worse_first = sorted(flipped, key=lambda item: not item.base_right)
-    return QualityComparison(name, *ids, *asked, paired, tuple(worse_first[:EXAMPLES]), note)
+    return build(paired, tuple(worse_first[:EXAMPLES]), note)
 
 
 def compute_row_note(quality: QualityComparison) -> str | None:
