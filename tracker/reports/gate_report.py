@@ -141,6 +141,9 @@ def _legend(result: GateResult) -> str:
     confidence = verdicts[0].confidence if verdicts else 0.95
     family = (f"One false-alarm budget of {result.family_alpha:.0%} for the whole gate (Holm "
               "over its rows).")
+    if result.quality is not None:
+        family = ("Accuracy is judged once, paired item by item (exact McNemar; its minimum "
+                  "effect in points, absolute). " + family)
     if result.rounds is not None and result.rounds.sequential:
         return (f"<sub>change = head vs base with its {confidence:.0%} confidence sequence "
                 "(valid at every round): a group-sequential t-test over the rounds of each "
