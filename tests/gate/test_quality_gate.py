@@ -108,3 +108,23 @@ def test_the_gate_asks_the_whole_set_unless_told_to_ask_the_sample(
     (row,) = [r for r in verdict["rows"] if r["metric"] == "accuracy"]
     assert row["note"] == (f"this set detects a drop of {quality['detectable_drop'] * 100:.1f} "
                            "points at 80% power")
+
+
+def test_stored_runs_are_judged_on_their_stored_answers(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    suite, plain, fp8 = tmp_path / "suite.yaml", tmp_path / "plain.yaml", tmp_path / "fp8.yaml"
+    suite.write_text(TINY_SUITE.replace(", sample: 10, seed: 2", "").format(
+        path=ROOT / "baselines" / "quality" / "mixed-1k.jsonl"), encoding="utf-8")
+    plain.write_text(TINY_CONFIG, encoding="utf-8")
+    fp8.write_text(TINY_CONFIG + "  kv_cache_dtype: fp8\n", encoding="utf-8")
+    db = str(tmp_path / "stored.db")
+    for config in (plain, fp8):
+        assert main(["run", "--config", str(config), "--suite", str(suite), "--db", db,
+                     "--quiet"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "gate.json"
+    code = main(["gate", "--base-run", "1", "--head-run", "2", "--db", db, "--json", str(out)])
+    assert code == 1
+    assert "❌ regression" in _accuracy_row(capsys.readouterr().out)
+    quality = json.loads(out.read_text(encoding="utf-8"))["quality"]
+    assert (quality["base_run_id"], quality["head_run_id"], quality["items"]) == (1, 2, 1000)
