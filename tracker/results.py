@@ -374,6 +374,8 @@ class QualityResult:
 
     ``drift`` is the share of items answered in both runs whose answer text changed since the
     baseline run (``drift_baseline_run_id``); None when there is no baseline to compare with.
+    ``reused_from_run_id``: the answers are a copy of that run's (quality asked once per config
+    version and suite a night, ``tracker.runner.suite_runner``).
     """
 
     set_name: str
@@ -387,3 +389,4 @@ class QualityResult:
     drift: float | None = None
     drift_baseline_run_id: int | None = None
     drift_compared: int = 0
+    reused_from_run_id: int | None = None  # the run that asked these items; None: this one did

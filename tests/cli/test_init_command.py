@@ -22,7 +22,7 @@ from tracker.store.runs import fetch_runs
 
 EXPECTED = sorted([
     "baselines/batch-throughput.yaml", "baselines/chat-short.yaml",
-    "baselines/quality/basic.jsonl", "configs/sim-default.yaml",
+    "baselines/quality/mixed-1k.jsonl", "configs/sim-default.yaml",
     "configs/taotoken-example.yaml", "configs/vllm-launch-llama3-8b.yaml", "schedules.yaml",
     "baselines/multi-turn-chat.yaml", "baselines/traffic/conversations.jsonl",
     "baselines/trace-replay.yaml", "baselines/traffic/mooncake-sample.jsonl",

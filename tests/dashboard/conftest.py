@@ -175,8 +175,10 @@ def _inject(connection: sqlite3.Connection, text: str, image_url: str) -> None:
             (json.dumps({**json.loads(environment), "server_log": f"/var/log/{text}"}),))
     execute("UPDATE workload_telemetry SET gpu_measured = 0, gpu_reason = ? WHERE "
             "workload_result_id IN (SELECT id FROM workload_results WHERE run_id = 3)", (text,))
-    execute("INSERT INTO quality_summaries VALUES (3, ?, 'v1', 2, 1, 1, 0.5, 0.1, 0.9, NULL, "
-            "NULL, 0)", (f"set {text}",))
+    execute("INSERT INTO quality_summaries (run_id, set_name, set_version, items, answered, "
+            "correct, accuracy, accuracy_ci_low, accuracy_ci_high, drift, drift_baseline_run_id, "
+            "drift_compared) VALUES (3, ?, 'v1', 2, 1, 1, 0.5, 0.1, 0.9, NULL, NULL, 0)",
+            (f"set {text}",))
     execute("INSERT INTO quality_items (run_id, position, item_id, scorer, output, score, error, "
             "changed) VALUES (3, 0, 'q1', 'exact', ?, 1.0, NULL, NULL), "
             "(3, 1, 'q2', 'exact', NULL, NULL, ?, NULL)", (text, text))

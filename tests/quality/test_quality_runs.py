@@ -47,7 +47,7 @@ def _suite(tmp_path: Path) -> Path:
     path.write_text(f"""\
 name: quality-suite
 seed: 3
-quality: {{path: {SHIPPED_SET}, max_tokens: 32, concurrency: 16}}
+quality: {{path: {SHIPPED_SET}, max_tokens: 32, concurrency: 16, when: every_run}}
 workloads:
   - name: tiny
     prompts: {{source: synthetic, input_tokens: 8}}
@@ -136,7 +136,7 @@ def test_the_demo_suite_runs_its_quality_set_through_the_cli(
         tmp_path: Path, db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     suite = tmp_path / "chat-short.yaml"
     text = (ROOT / "baselines" / "chat-short.yaml").read_text(encoding="utf-8")
-    text = text.replace("path: quality/basic.jsonl", f"path: {SHIPPED_SET}")
+    text = text.replace("path: quality/mixed-1k.jsonl", f"path: {SHIPPED_SET.parent}/mixed-1k.jsonl")
     text = text.replace("num_requests: 16", "num_requests: 2").replace("num_requests: 48",
                                                                       "num_requests: 4")
     suite.write_text(text, encoding="utf-8")
@@ -145,5 +145,6 @@ def test_the_demo_suite_runs_its_quality_set_through_the_cli(
                  "--json", str(out), "--quiet"])
     assert code == 0, capsys.readouterr().err
     body = json.loads(out.read_text(encoding="utf-8"))
-    assert body["quality"]["set"]["name"] == "basic" and body["quality"]["answered"] == 40
+    # a run asks the suite's seeded sample of the 1,000 items (a gate asks them all)
+    assert body["quality"]["set"]["name"] == "mixed-1k" and body["quality"]["answered"] == 200
     assert 0.5 < body["quality"]["accuracy"] <= 1.0

@@ -27,8 +27,11 @@ def test_the_shipped_set_loads_and_every_reference_answer_is_right() -> None:
 
 def test_chat_short_runs_the_shipped_set() -> None:
     suite = load_suite(ROOT / "baselines" / "chat-short.yaml")
-    assert suite.quality is not None and suite.quality.name == "basic"
-    assert suite.suite.quality is not None and suite.suite.quality.max_tokens == 32
+    assert suite.quality is not None and suite.quality.name == "mixed-1k"
+    assert len(suite.quality.items) == 1000  # loaded whole; a run asks the sample, a gate all
+    block = suite.suite.quality
+    assert block is not None and block.max_tokens == 32 and block.sample == 200
+    assert block.when == "once_per_night"
 
 
 def _write(tmp_path: Path, *lines: str) -> Path:

@@ -15,6 +15,7 @@ from tests.scheduling.conftest import ROOT, add_schedule, requests_of
 from tracker.cli.main import main
 from tracker.errors import ConfigError
 from tracker.inputs.suites import load_suite
+from tracker.quality.sets import compute_sample
 from tracker.scheduling.queueing import QUALITY_SET_KEY, enqueue_schedule, load_request_inputs
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.db import open_store
@@ -24,7 +25,7 @@ from tracker.store.models_scheduling import RunRequestModel
 from tracker.store.run_queue import RequestStatus, RunRequest
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
-SHIPPED_SUITE = ROOT / "baselines" / "chat-short.yaml"  # asks baselines/quality/basic.jsonl
+SHIPPED_SUITE = ROOT / "baselines" / "chat-short.yaml"  # asks baselines/quality/mixed-1k.jsonl
 
 QUALITY_SUITE = """\
 name: tiny-quality
@@ -125,5 +126,9 @@ def test_a_worker_records_the_suite_version_and_quality_that_tracker_run_records
     assert versions == [expected.version] and expected.quality is not None
     direct, queued = qualities
     assert direct is not None and queued is not None
-    assert len(queued.items) == len(direct.items) == len(expected.quality.items)
-    assert queued.set_version == direct.set_version == expected.quality.version
+    block = expected.suite.quality
+    assert block is not None and block.sample is not None  # both runs ask the seeded sample
+    sample = compute_sample(expected.quality, block.sample, block.seed)
+    assert len(queued.items) == len(direct.items) == block.sample
+    assert queued.set_version == direct.set_version == sample.version
+    assert queued.reused_from_run_id == runs[0].id  # the same config version that night

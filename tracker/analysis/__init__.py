@@ -6,6 +6,8 @@ Public API (documented in docs/gate.md):
 - ``judge_family(verdicts, alpha=0.05) -> FamilyJudgement`` (one false-alarm budget per gate: Holm)
 - ``SequentialGate(rows, ...)``: base vs head judged after every round of one run a side,
   stopping when clear (``tracker.analysis.sequential``)
+- ``compute_paired_quality(pairs) -> PairedQuality``: base vs head on the same quality items
+  (exact McNemar, Newcombe's paired interval, the smallest drop the set can detect)
 - ``detect_change_points(values) -> list[ChangePoint]``
 - ``ChangeMonitor().observe(value) -> list[ChangePoint]``
 - ``compute_attribution(...) -> Attribution`` (what changed around a change point)
@@ -16,6 +18,7 @@ from tracker.analysis.changepoints import ChangePoint, detect_change_points
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
 from tracker.analysis.family import FamilyJudgement, judge_family
 from tracker.analysis.monitor import ChangeMonitor
+from tracker.analysis.paired_quality import PairedItem, PairedQuality, compute_paired_quality
 from tracker.analysis.sequential import RowStatus, SequentialGate, SequentialRow, SequentialState
 from tracker.inputs.config_diff import Change
 
@@ -26,6 +29,8 @@ __all__ = [
     "ChangePoint",
     "FamilyJudgement",
     "Outcome",
+    "PairedItem",
+    "PairedQuality",
     "RowStatus",
     "SequentialGate",
     "SequentialRow",
@@ -33,6 +38,7 @@ __all__ = [
     "Verdict",
     "compare_samples",
     "compute_attribution",
+    "compute_paired_quality",
     "detect_change_points",
     "judge_family",
 ]

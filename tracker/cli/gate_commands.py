@@ -39,8 +39,10 @@ def cmd_diff(base_ref: str, head_ref: str, db: str | None) -> int:
 def parse_min_effects(items: list[str]) -> dict[str, float]:
     from tracker.gate.gating import GATE_METRICS
     from tracker.gate.memory import MEMORY_METRIC
+    from tracker.gate.quality_check import ACCURACY
 
-    known = {metric.name for metric in GATE_METRICS} | {MEMORY_METRIC.name}
+    known = ({metric.name for metric in GATE_METRICS} | {MEMORY_METRIC.name}
+             | {ACCURACY})  # accuracy's: absolute
     effects: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")
@@ -69,11 +71,13 @@ def compute_design(args: argparse.Namespace) -> GateDesign:
     run-to-run noise, else 6), or a fixed --repeats N."""
     from tracker.gate.gating import DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROUNDS_WITH_PRIOR, GateDesign
 
+    whole = not getattr(args, "quality_sample", False)
     if args.repeats is not None:
-        return GateDesign(args.repeats, sequential=False)
+        return GateDesign(args.repeats, sequential=False, quality_whole=whole)
     if args.max_rounds is not None:
-        return GateDesign(args.max_rounds)
-    return GateDesign(DEFAULT_MAX_ROUNDS, rounds_with_prior=DEFAULT_MAX_ROUNDS_WITH_PRIOR)
+        return GateDesign(args.max_rounds, quality_whole=whole)
+    return GateDesign(DEFAULT_MAX_ROUNDS, rounds_with_prior=DEFAULT_MAX_ROUNDS_WITH_PRIOR,
+                      quality_whole=whole)
 
 
 def _check_mode(args: argparse.Namespace) -> bool:

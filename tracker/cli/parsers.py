@@ -295,6 +295,9 @@ def add_gate_parsers(sub: Subparsers) -> None:
                         help="fixed design instead: exactly N rounds (N runs of each config, "
                              "interleaved ABBA: base first in odd rounds, head first in "
                              "even ones), judged once at the end")
+    gate.add_argument("--quality-sample", action="store_true",
+                      help="ask the suite's quality.sample instead of the whole quality set "
+                           "(cheaper, less power: the report states the drop it can detect)")
     gate.add_argument("--base-run", type=int, action="append", metavar="RUN_ID",
                       help="a stored base run (repeat for several)")
     gate.add_argument("--head-run", type=int, action="append", metavar="RUN_ID",

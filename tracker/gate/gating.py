@@ -29,6 +29,12 @@ from tracker.analysis.compare import DEFAULT_MIN_EFFECT
 from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import ConfigSide
 from tracker.gate.memory import MEMORY_LABEL, MEMORY_METRIC, judge_memory
+from tracker.gate.quality_check import (
+    ACCURACY,
+    QualityComparison,
+    compute_quality_comparison,
+    compute_row_note,
+)
 from tracker.inputs.config_diff import Change, compute_config_diff
 from tracker.inputs.suites import LoadedSuite
 from tracker.metrics import (
@@ -81,6 +87,7 @@ class GateDesign:
     rounds: int
     sequential: bool = True
     rounds_with_prior: int | None = None  # the cap instead, when earlier base runs give a prior
+    quality_whole: bool = True  # the whole quality set (False: the suite's quality.sample)
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
@@ -127,6 +134,7 @@ class GateResult:
     interleaved: bool
     rounds: GateRounds | None = None  # a config gate's rounds; None: stored runs
     family_alpha: float = 0.05  # the one false-alarm budget of the whole gate
+    quality: QualityComparison | None = None  # the paired quality check; None: no quality set
 
 
 # --- comparing runs (pure) -------------------------------------------------------------------
@@ -251,6 +259,15 @@ def _problems(runs: Sequence[RunResult], side: str) -> list[str]:
     return problems
 
 
+def compute_quality_rows(quality: QualityComparison | None) -> list[GateRow]:
+    """The accuracy row of the paired quality check (``tracker.gate.quality_check``)."""
+    if quality is None:
+        return []
+    verdict = None if quality.paired is None else quality.paired.verdict
+    return [GateRow(f"quality: {quality.set_name}", ACCURACY, ACCURACY, "fraction", verdict,
+                    compute_row_note(quality))]
+
+
 def judge_rows(rows: Sequence[GateRow], alpha: float) -> list[GateRow]:
     """The rows with the family's judgement: one false-alarm budget ``alpha`` for the gate."""
     judged = [i for i, row in enumerate(rows) if row.verdict is not None]
@@ -297,7 +314,10 @@ def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
         raise UsageError(f"the runs used different suites ({found}); only like is compared with "
                          "like: pick runs of one suite version")
     alpha = 1.0 - options.confidence
-    rows = judge_rows(compute_gate_rows(base_runs, head_runs, options, verdicts), alpha)
+    quality = compute_quality_comparison(base_runs, head_runs,
+                                         options.min_effect.get(ACCURACY), options.confidence)
+    rows = judge_rows([*compute_gate_rows(base_runs, head_runs, options, verdicts),
+                       *compute_quality_rows(quality)], alpha)
     problems = [*_problems(base_runs, "base"), *_problems(head_runs, "head")]
     problems += [f"{row.workload}: {row.note}" for row in rows
                  if row.verdict is None and row.metric == GATE_METRICS[0].name]
@@ -309,7 +329,7 @@ def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
         head_run_ids=tuple(r.run_id for r in head_runs),
         simulated=any(r.simulated for r in (*base_runs, *head_runs)),
         config_changes=tuple(config_changes), rows=tuple(rows), problems=tuple(problems),
-        interleaved=interleaved, rounds=rounds, family_alpha=alpha,
+        interleaved=interleaved, rounds=rounds, family_alpha=alpha, quality=quality,
     )
 
 

@@ -153,7 +153,8 @@ def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: Load
         progress = None if quiet else ProgressPrinter(label=f"{side} {number}/{most} ")
         ordinal = (None if ordinal_seed is None
                    else derive_seed(ordinal_seed, "gate-round", side, number) % 2**31)
-        runs[side] = execute_suite(engine, config.loaded, suite, progress, run_ordinal=ordinal)
+        runs[side] = execute_suite(engine, config.loaded, suite, progress, run_ordinal=ordinal,
+                                   quality_whole=design.quality_whole)
     return runs["base"], runs["head"]
 
 

@@ -159,12 +159,20 @@ class Workload(_Strict):
 
 
 class QualityBlock(_Strict):
-    """A fixed quality set asked at temperature 0 after the workloads (tracker.quality)."""
+    """A fixed quality set asked at temperature 0 after the workloads (tracker.quality).
+
+    ``when``: ``once_per_night`` (the default) asks it once per config version and suite a UTC
+    day and lets later runs of that day reuse those answers (quality does not depend on load);
+    ``every_run`` asks it in every run. ``sample``: a seeded subset of that many items (``seed``)
+    for a cheap nightly; ``tracker gate`` asks the whole set unless ``--quality-sample``."""
 
     path: str = Field(min_length=1)  # a JSONL file, relative to the suite file
     max_tokens: PositiveInt = 32
     concurrency: PositiveInt = 8
     request_timeout_s: PositiveFloat = 60.0
+    when: Literal["every_run", "once_per_night"] = "once_per_night"
+    sample: PositiveInt | None = None
+    seed: int = 0
 
 
 class TelemetryBlock(_Strict):
@@ -354,6 +362,8 @@ def build_loaded_suite(suite: Suite, path: str, quality: QualitySet | None = Non
             files[workload.name] = canonical["workloads"][i]["prompts"]["sha256"] = sha256
     prompts_digest = compute_prompts_digest(traffic)
     versioned = {key: value for key, value in canonical.items() if key not in UNVERSIONED}
+    if "quality" in versioned:  # how often it is asked is not what is asked
+        versioned["quality"] = {k: v for k, v in versioned["quality"].items() if k != "when"}
     text = json.dumps(versioned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if quality is not None:  # a changed quality set is a changed suite
         text = f"{text}\nquality:{quality.version}"

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -25,11 +26,12 @@ from tracker.errors import RunInterrupted, StoreLockedError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import LoadedConfig, load_config
 from tracker.inputs.suites import LoadedSuite, load_suite
+from tracker.quality.sets import QualitySet
 from tracker.results import QualityResult, RunResult, RunStatus, WorkloadResult
 from tracker.runner.suite_runner import Progress, RunOutcome, SuiteRunner
 from tracker.store.db import open_store, retry_when_locked
 from tracker.store.leases import RunLease, take_run_lease, utc_now
-from tracker.store.measurements import save_quality
+from tracker.store.measurements import fetch_quality, find_quality_to_reuse, save_quality
 from tracker.store.runs import (
     begin_run,
     fetch_run,
@@ -154,6 +156,14 @@ class StoreSink:
         with Session(self.engine) as session, session.begin():
             save_quality(session, self._run_id(), result)  # computes the drift from a baseline
 
+    def fetch_reusable_quality(self, quality_set: QualitySet) -> QualityResult | None:
+        """Tonight's answers to these items by this config version and suite, as this run's
+        (``reused_from_run_id`` names the run that asked them); None: none to reuse."""
+        with Session(self.engine) as session:
+            found = find_quality_to_reuse(session, self._run_id(), quality_set.version)
+            result = None if found is None else fetch_quality(session, found)
+        return None if result is None else replace(result, reused_from_run_id=found)
+
     @_stored_after_lock
     def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
         self.stop_lease()  # a run that cannot be finished is left to a reaper
@@ -199,13 +209,15 @@ def register_inputs(engine: Engine, config: LoadedConfig, suite: LoadedSuite) ->
 def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
                   progress: Progress | None = None,
                   telemetry: TelemetrySettings | None = None, *,
-                  run_ordinal: int | None = None) -> RunResult:
+                  run_ordinal: int | None = None, quality_whole: bool = False) -> RunResult:
     """Run one suite against one config and return the run as stored (``run_ordinal``: see
-    ``tracker.targets.resolve.open_target``)."""
+    ``tracker.targets.resolve.open_target``; ``quality_whole``: the whole quality set, not the
+    suite's sample, as a gate asks it)."""
     check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
     config_version_id, suite_id = register_inputs(engine, config, suite)
     sink = StoreSink(engine, config_version_id, suite_id)
-    runner = SuiteRunner(config, suite, sink, progress, telemetry, run_ordinal=run_ordinal)
+    runner = SuiteRunner(config, suite, sink, progress, telemetry, run_ordinal=run_ordinal,
+                         quality_reuse=sink, quality_whole=quality_whole)
     try:
         outcome = run_async(_run_until_signalled(runner))
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -7,7 +7,7 @@
 - drift: among items answered both now and in the baseline run (matched by id), the share whose
   answer text changed (compared after collapsing whitespace). It shows answers that flipped even
   when the accuracy holds — an fp8 KV cache that turns "Paris" into "Lyon" on one item and "Lyon"
-  into "Paris" on another.
+  into "Paris" on another. A sampled item's asks (temperature > 0) vary by design: no drift.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from tracker.quality.sets import QualitySet
+from tracker.quality.sets import QualitySet, is_sampled_ask
 from tracker.results import QualityItemResult, QualityResult
 
 Z_95 = 1.959963984540054
@@ -62,7 +62,7 @@ def compute_drift(result: QualityResult, baseline: Mapping[str, str | None],
     compared = changed = 0
     for item in result.items:
         before = baseline.get(item.item_id)
-        if item.output is None or before is None:
+        if item.output is None or before is None or is_sampled_ask(item.item_id):
             items.append(replace(item, changed=None))
             continue
         differs = not _same_answer(item.output, before)

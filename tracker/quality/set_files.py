@@ -35,7 +35,7 @@ def load_quality_set(path: str | Path) -> QualitySet:
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         where = f"{file}:{number}"
-        item = parse_quality_item(line, where)
+        item = parse_quality_item(line, where, number)
         if item.id in seen:
             raise QualitySetError(f"{where}: id {item.id!r} is already used on line "
                                   f"{seen[item.id]}; ids must be unique")

@@ -13,7 +13,16 @@ One JSON object a line (blank lines and lines starting with ``//`` are skipped):
   ``tracker.quality.jsonschema``). Text scorers take ``params.case_sensitive`` (default false);
 - ``answer`` (optional): a reference answer. Loading checks that it passes its own scorer; the
   simulator says it when it answers the item right;
-- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item.
+- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item;
+- ``temperature`` (default 0) and ``samples`` (default 1): an item at temperature 0 is asked
+  once (its answer does not vary); a sampled one (temperature > 0) ``samples`` times, each ask a
+  result of its own, ``<id>#1`` … ``<id>#N`` (``ask_ids``), scored and paired like an item. A
+  sampled ask's answer varies by design, so it counts in the accuracy and not in the drift.
+
+A line may instead be GSM8K-style (``question``, ``answer`` ending in ``#### number``) or
+multiple choice (``question``, ``choices``, ``answer`` as a letter or index): see
+``tracker.quality.formats``. ``compute_sample`` draws a seeded subset (a suite's
+``quality.sample``) for a cheap nightly.
 
 A set's version is the sha256 of its items in canonical JSON, so any change to an item changes
 the version of every suite that uses the set.
@@ -23,9 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import (
@@ -39,10 +49,17 @@ from pydantic import (
 )
 
 from tracker.errors import QualitySetError
+from tracker.quality.formats import convert_line
 from tracker.quality.jsonschema import check_schema
 
 ScorerName = Literal["exact", "contains", "regex", "numeric", "choice", "json"]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+ASK_SEPARATOR = "#"  # never in an item id: ``<id>#k`` is the k-th ask of a sampled item
+
+
+def is_sampled_ask(result_id: str) -> bool:
+    """Whether a result id is one ask of a sampled item (its answer varies by design)."""
+    return ASK_SEPARATOR in result_id
 
 
 
@@ -82,9 +99,15 @@ class QualityItem(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     answer: str | None = None
     max_tokens: PositiveInt | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    samples: PositiveInt = Field(default=1, le=100)
 
     @model_validator(mode="after")
     def _fits_scorer(self) -> QualityItem:
+        if self.samples > 1 and self.temperature == 0.0:
+            raise ValueError(f"samples: an item at temperature 0 is asked once, its answer does "
+                             f"not vary (got samples {self.samples}); set temperature > 0 to "
+                             "sample it, or drop samples")
         PARAMS[self.scorer].model_validate(self.params)
         expected = self.expected
         if self.scorer == "json":
@@ -104,6 +127,13 @@ class QualityItem(_Strict):
             except re.error as exc:
                 raise ValueError(f"expected: not a regular expression: {exc}") from None
         return self
+
+    @property
+    def ask_ids(self) -> tuple[str, ...]:
+        """The result id of each ask: the item's id, or ``<id>#k`` for a sampled item."""
+        if self.samples == 1:
+            return (self.id,)
+        return tuple(f"{self.id}{ASK_SEPARATOR}{k}" for k in range(1, self.samples + 1))
 
     @property
     def reference_answer(self) -> str | None:
@@ -127,6 +157,16 @@ class QualitySet:
         return self.version[:12]
 
 
+def compute_sample(quality_set: QualitySet, size: int | None, seed: int) -> QualitySet:
+    """``size`` items drawn without replacement (seeded), in the file's order, as a set of its own
+    version; the whole set when ``size`` is None or not smaller than the set."""
+    if size is None or size >= len(quality_set.items):
+        return quality_set
+    chosen = sorted(random.Random(seed).sample(range(len(quality_set.items)), size))
+    items = tuple(quality_set.items[i] for i in chosen)
+    return replace(quality_set, version=compute_set_version(items), items=items)
+
+
 def compute_set_version(items: tuple[QualityItem, ...]) -> str:
     canonical = [item.model_dump(mode="json", exclude_defaults=True) for item in items]
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -142,7 +182,9 @@ def _validation_message(exc: ValidationError) -> str:
     return f"{loc}: {message}"
 
 
-def parse_quality_item(line: str, where: str) -> QualityItem:
+def parse_quality_item(line: str, where: str, number: int = 0) -> QualityItem:
+    """One line of a set file: the tracker's own item, or a GSM8K-style or multiple-choice line
+    (``tracker.quality.formats``; ``number``, the line's, names an item without an id)."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -154,6 +196,10 @@ def parse_quality_item(line: str, where: str) -> QualityItem:
     if not isinstance(data, Mapping):
         raise QualitySetError(f"{where}: each line must be a JSON object "
                               f"(got {type(data).__name__})")
+    try:
+        data = convert_line(data, number)
+    except ValueError as exc:
+        raise QualitySetError(f"{where}: {exc}") from None
     try:
         return QualityItem.model_validate(data)
     except ValidationError as exc:

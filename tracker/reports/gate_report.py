@@ -13,9 +13,15 @@ from tracker.analysis.exact import EXACT_METHOD
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
 from tracker.gate.memory import MEMORY_METRIC
 from tracker.gate.probes import BisectResult
+from tracker.gate.quality_check import ACCURACY
 from tracker.redaction import escape_markdown
 from tracker.reports.bisect_report import render_bisect_json, render_bisect_markdown
 from tracker.reports.diff_report import render_diff_markdown
+from tracker.reports.quality_report import (
+    render_accuracy_change,
+    render_quality_json,
+    render_quality_markdown,
+)
 
 JSON_SCHEMA = "tracker.gate.gating/1"
 GIB = 1024**3
@@ -40,6 +46,8 @@ def render_value(value: float | None, unit: str) -> str:
         return f"{value * 1000.0:.2f} ms"
     if unit == "bytes":
         return f"{value / GIB:.2f} GiB"
+    if unit == "fraction":
+        return f"{value:.1%}"
     return f"{value:.2f} {unit}"
 
 
@@ -116,8 +124,9 @@ def _table_row(row: GateRow) -> str:
         v = row.verdict
         verdict = render_row_verdict(row) + (f" ({escape_markdown(row.note)})" if row.note
                                              else "")
+        change = render_accuracy_change(v) if row.metric == ACCURACY else render_change(v)
         cells = [escape_markdown(row.workload), row.label, render_value(v.base_value, row.unit),
-                 render_value(v.head_value, row.unit), render_change(v), verdict]
+                 render_value(v.head_value, row.unit), change, verdict]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
@@ -150,6 +159,8 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None)
     memory = render_memory_line(result)
     if memory is not None:
         lines += [memory, ""]
+    if result.quality is not None:
+        lines += render_quality_markdown(result.quality)
     if result.problems:
         lines += ["**Could not measure:**", "", *(f"- {escape_markdown(p)}" for p in result.problems),
                   ""]
@@ -164,6 +175,9 @@ def _legend(result: GateResult) -> str:
     confidence = verdicts[0].confidence if verdicts else 0.95
     family = (f"One false-alarm budget of {result.family_alpha:.0%} for the whole gate (Holm "
               "over its rows).")
+    if result.quality is not None:
+        family = ("Accuracy is judged once, paired item by item (exact McNemar; its minimum "
+                  "effect in points, absolute). " + family)
     if result.rounds is not None and result.rounds.sequential:
         return (f"<sub>change = head vs base with its {confidence:.0%} confidence sequence "
                 "(valid at every round): a group-sequential t-test over the rounds of each "
@@ -253,6 +267,7 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> 
         "config_diff": [{"path": c.path, "old": c.old, "new": c.new}
                         for c in result.config_changes],
         "problems": list(result.problems),
+        "quality": render_quality_json(result.quality),
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
                   "note": row.note, "regressed": row.regressed,
                   "adjusted_p_value": row.adjusted_p_value,

@@ -102,6 +102,7 @@ def render_quality_json(quality: QualityResult | None) -> dict[str, Any] | None:
         "answered": quality.answered, "correct": quality.correct,
         "drift": quality.drift, "drift_baseline_run_id": quality.drift_baseline_run_id,
         "drift_compared": quality.drift_compared,
+        "reused_from_run_id": quality.reused_from_run_id,
         "items": [{"id": i.item_id, "scorer": i.scorer, "output": i.output, "score": i.score,
                    "changed": i.changed, "error": i.error} for i in quality.items],
     }
@@ -155,6 +156,8 @@ def _quality_line(quality: QualityResult) -> str:
     text += f" ({quality.correct}/{quality.answered} answered right"
     unanswered = len(quality.items) - quality.answered
     text += f", {unanswered} not answered)" if unanswered else ")"
+    if quality.reused_from_run_id is not None:
+        text += f"; answers reused from run {quality.reused_from_run_id} (asked once a night)"
     if quality.drift is None:
         return text + "; drift: no earlier run of this suite and config to compare with"
     return (text + f"; drift {_pct(quality.drift)} of {quality.drift_compared} answers changed "

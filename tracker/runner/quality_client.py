@@ -1,4 +1,5 @@
-"""Ask the target every item of a quality set: small non-streaming chat calls at temperature 0.
+"""Ask the target every item of a quality set: small non-streaming chat calls at the item's
+temperature (0 unless it says), a sampled item once per sample (``QualityItem.ask_ids``).
 
 Quality is measured after the timed workloads, never during them. A failed call is data: the
 item comes back with ``output`` None, ``score`` None and the error class and message.
@@ -48,7 +49,7 @@ def build_quality_body(item: QualityItem, model: str, max_tokens: int) -> dict[s
         "model": model,
         "messages": [{"role": "user", "content": item.prompt}],
         "max_tokens": item.max_tokens or max_tokens,
-        "temperature": 0.0,
+        "temperature": item.temperature,
         "stream": False,
     }
 
@@ -86,34 +87,37 @@ async def _call(session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[s
 
 
 async def run_quality_item(session: aiohttp.ClientSession, endpoint: Endpoint, model: str,
-                           item: QualityItem, max_tokens: int,
-                           timeout_s: float) -> QualityItemResult:
+                           item: QualityItem, max_tokens: int, timeout_s: float,
+                           ask_id: str | None = None) -> QualityItemResult:
+    """One ask of ``item``; its result is named ``ask_id`` (default: the item's id)."""
+    result_id = item.id if ask_id is None else ask_id
     body = build_quality_body(item, model, max_tokens)
     try:
         output = await _call(session, endpoint, body, timeout_s)
     except StreamError as exc:
-        return QualityItemResult(item.id, item.scorer, None, None, f"{exc.error_class}: {exc}")
+        return QualityItemResult(result_id, item.scorer, None, None, f"{exc.error_class}: {exc}")
     except TimeoutError:
-        return QualityItemResult(item.id, item.scorer, None, None,
+        return QualityItemResult(result_id, item.scorer, None, None,
                                  f"timeout: no answer within {timeout_s:g} s")
     except (aiohttp.ClientError, OSError) as exc:
         said = f"{classify_connection_error(exc)}: {type(exc).__name__}: {exc}"
-        return QualityItemResult(item.id, item.scorer, None, None,
+        return QualityItemResult(result_id, item.scorer, None, None,
                                  redact_one_line(said, ERROR_TEXT_LIMIT))
-    return QualityItemResult(item.id, item.scorer, output, score_output(item, output))
+    return QualityItemResult(result_id, item.scorer, output, score_output(item, output))
 
 
 async def run_quality_set(endpoint: Endpoint, model: str, quality_set: QualitySet, *,
                           max_tokens: int, concurrency: int,
                           timeout_s: float) -> tuple[QualityItemResult, ...]:
-    """Every item's answer and score, in the set's order."""
+    """Every ask's answer and score, in the set's order (a sampled item's asks in a row)."""
     limit = asyncio.Semaphore(concurrency)
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector,
                                      trust_env=environment_configures_proxy()) as session:
-        async def one(item: QualityItem) -> QualityItemResult:
+        async def one(item: QualityItem, ask_id: str) -> QualityItemResult:
             async with limit:
                 return await run_quality_item(session, endpoint, model, item, max_tokens,
-                                              timeout_s)
+                                              timeout_s, ask_id)
 
-        return tuple(await asyncio.gather(*(one(item) for item in quality_set.items)))
+        return tuple(await asyncio.gather(*(one(item, ask_id) for item in quality_set.items
+                                            for ask_id in item.ask_ids)))

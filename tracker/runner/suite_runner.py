@@ -37,6 +37,7 @@ from tracker.load.sessions import SessionGenerator, SessionPlan
 from tracker.load.shares import result_workers, with_workers
 from tracker.load.workers import WorkerPool
 from tracker.quality.accuracy import compute_quality_result
+from tracker.quality.sets import QualitySet, compute_sample
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
 from tracker.runner.quality_client import run_quality_set
@@ -58,6 +59,12 @@ class RunSink(Protocol):
     def save_quality(self, result: QualityResult) -> None: ...
 
     def finish(self, status: RunStatus, reason: str | None, ended_at: datetime) -> None: ...
+
+
+class QualityReuse(Protocol):
+    """Where a run finds the answers already asked tonight (the store's sink)."""
+
+    def fetch_reusable_quality(self, quality_set: QualitySet) -> QualityResult | None: ...
 
 
 class Progress(Protocol):
@@ -106,8 +113,11 @@ class SuiteRunner:
     def __init__(self, config: LoadedConfig, suite: LoadedSuite, sink: RunSink,
                  progress: Progress | None = None,
                  telemetry: TelemetrySettings | None = None, *,
-                 run_ordinal: int | None = None) -> None:
+                 run_ordinal: int | None = None, quality_reuse: QualityReuse | None = None,
+                 quality_whole: bool = False) -> None:
         self.config = config
+        self.quality_reuse = quality_reuse  # None: the quality set is asked in every run
+        self.quality_whole = quality_whole  # the whole set, not the suite's ``quality.sample``
         self.run_ordinal = run_ordinal  # for the embedded simulator; None: a fresh draw
         self.suite = suite
         self.sink = sink
@@ -285,10 +295,19 @@ class SuiteRunner:
                                     workers), gpu=gpu, server=server)
 
     async def _run_quality(self, handle: TargetHandle) -> None:
-        """Ask the suite's quality set (after the timed workloads, never during them)."""
-        quality_set, block = self.suite.quality, self.suite.suite.quality
-        if quality_set is None or block is None:
+        """Ask the suite's quality set (after the timed workloads, never during them): its
+        sample, or the whole set; with ``when: once_per_night``, a copy of the answers a run of
+        the same config version and suite asked today, where one did."""
+        whole, block = self.suite.quality, self.suite.suite.quality
+        if whole is None or block is None:
             return
+        quality_set = compute_sample(whole, None if self.quality_whole else block.sample,
+                                     block.seed)
+        if block.when == "once_per_night" and self.quality_reuse is not None:
+            reused = self.quality_reuse.fetch_reusable_quality(quality_set)
+            if reused is not None:
+                self.sink.save_quality(reused)
+                return
         items = await run_quality_set(
             handle.endpoint, self.config.config.target.model, quality_set,
             max_tokens=block.max_tokens, concurrency=block.concurrency,

@@ -261,7 +261,7 @@ class Worker:
         sink = RequestSink(self.engine, config_version_id, suite_id, request.id, self.worker_id)
         sinks.append(sink)
         try:
-            outcome = self._run_cancellable(SuiteRunner(config, suite, sink))
+            outcome = self._run_cancellable(SuiteRunner(config, suite, sink, quality_reuse=sink))
         finally:
             sink.stop_lease()  # however the run ended, this worker no longer vouches for it
         with Session(self.engine) as session:

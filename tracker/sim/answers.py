@@ -1,7 +1,8 @@
 """The simulator's answers to quality items: a seeded model of a model that is mostly right.
 
 The simulated model "knows" the items of the quality sets shipped in ``baselines/quality/``
-(their reference answers; see ``tracker.quality.sets``). When the last message of a request (or
+(their reference answers; see ``tracker.quality.sets``): the 40 of ``basic.jsonl`` and the
+1,000 of ``mixed-1k.jsonl``. When the last message of a request (or
 the completions prompt) is exactly an item's prompt, it answers that item instead of emitting
 vocabulary words: the reference answer, or — with probability ``error_rate`` — a wrong one (a
 nearby number, another option letter, another item's answer). A prompt it does not know gets the

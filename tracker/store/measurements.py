@@ -3,7 +3,8 @@ transaction. Rows stay in here: callers get ``tracker.results`` values and ``Gpu
 
 The drift of a run's answers is computed when its quality is saved, against the baseline run:
 the one given, or else the latest earlier *completed* run of the same suite name and config name
-that answered the same quality set.
+that answered the same quality set. ``find_quality_to_reuse`` finds the run of the night whose
+answers a run copies instead of asking again.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, timedelta
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -174,11 +176,31 @@ def fetch_quality_answers(session: Session, run_id: int) -> dict[str, str | None
     return {item_id: output for item_id, output in rows}
 
 
+def find_quality_to_reuse(session: Session, run_id: int, set_version: str) -> int | None:
+    """The run whose answers ``run_id`` may reuse: the first run of the same config version and
+    suite version begun the same UTC day that asked these items itself (``set_version``)."""
+    run = session.get(RunModel, run_id)
+    if run is None:
+        raise NotFoundError(f"run {run_id} not found; list runs with `tracker runs`")
+    day = run.started_at.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return session.scalar(
+        select(RunModel.id)
+        .join(QualitySummaryModel, QualitySummaryModel.run_id == RunModel.id)
+        .where(RunModel.config_version_id == run.config_version_id,
+               RunModel.suite_id == run.suite_id, RunModel.id != run_id,
+               RunModel.started_at >= day, RunModel.started_at < day + timedelta(days=1),
+               QualitySummaryModel.set_version == set_version,
+               QualitySummaryModel.reused_from_run_id.is_(None))
+        .order_by(RunModel.started_at, RunModel.id)
+        .limit(1))
+
+
 def save_quality(session: Session, run_id: int, result: QualityResult,
                  baseline_run_id: int | None = None) -> QualityResult:
-    """Store a run's quality with its drift from the baseline run; returns what was stored."""
+    """Store a run's quality with its drift from the baseline run; returns what was stored. A
+    result reused from another run (``reused_from_run_id``) keeps that run's drift."""
     baseline = baseline_run_id or find_quality_baseline(session, run_id, result.set_name)
-    if baseline is not None:
+    if baseline is not None and result.reused_from_run_id is None:
         result = compute_drift(result, fetch_quality_answers(session, baseline), baseline)
     session.add(QualitySummaryModel(
         run_id=run_id, set_name=result.set_name, set_version=result.set_version,
@@ -186,7 +208,7 @@ def save_quality(session: Session, run_id: int, result: QualityResult,
         accuracy=result.accuracy, accuracy_ci_low=result.accuracy_ci_low,
         accuracy_ci_high=result.accuracy_ci_high, drift=result.drift,
         drift_baseline_run_id=result.drift_baseline_run_id,
-        drift_compared=result.drift_compared))
+        drift_compared=result.drift_compared, reused_from_run_id=result.reused_from_run_id))
     if result.items:
         session.execute(insert(QualityItemModel), [_item_values(run_id, i, item)
                                                    for i, item in enumerate(result.items)])
@@ -213,5 +235,5 @@ def fetch_quality(session: Session, run_id: int) -> QualityResult | None:
         answered=head.answered, correct=head.correct, accuracy=head.accuracy,
         accuracy_ci_low=head.accuracy_ci_low, accuracy_ci_high=head.accuracy_ci_high,
         drift=head.drift, drift_baseline_run_id=head.drift_baseline_run_id,
-        drift_compared=head.drift_compared)
+        drift_compared=head.drift_compared, reused_from_run_id=head.reused_from_run_id)
 

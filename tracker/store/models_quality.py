@@ -1,6 +1,7 @@
 """Quality tables: how well the target answered a run's quality set.
 
-- ``quality_summaries``: per run, the set, accuracy with its Wilson interval, and the drift;
+- ``quality_summaries``: per run, the set, accuracy with its Wilson interval, the drift, and
+  the run whose answers it reused (quality is asked once per config version and suite a night);
 - ``quality_items``: per run, every item's answer and score.
 """
 
@@ -28,6 +29,8 @@ class QualitySummaryModel(Base):
     drift: Mapped[float | None] = mapped_column(Double)
     drift_baseline_run_id: Mapped[int | None] = mapped_column(Integer)  # no FK: may be deleted
     drift_compared: Mapped[int] = mapped_column(Integer)
+    # the run whose answers this one copies (quality once per night); None: asked by this run
+    reused_from_run_id: Mapped[int | None] = mapped_column(Integer)  # no FK: may be deleted
 
 
 class QualityItemModel(Base):
