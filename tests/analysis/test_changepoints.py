@@ -96,3 +96,20 @@ def test_the_l1_fit_places_a_large_step_exactly() -> None:
 def test_a_bad_min_segment_is_refused() -> None:
     with pytest.raises(ValueError, match="min_segment"):
         detect_change_points([1.0] * 20, min_segment=1)
+
+
+# The demo's shape: 18 nights at one level, then six at three times it (a TTFT p99 regression
+# caught soon after it began). Six nights a side fully separated is all a short history has, so
+# a check stricter than the scan's own floor would never confirm it.
+SHORT_HISTORY = [0.212, 0.205, 0.219, 0.208, 0.215, 0.201, 0.223, 0.210, 0.206, 0.217,
+                 0.209, 0.214, 0.203, 0.220, 0.211, 0.207, 0.216, 0.204,
+                 0.631, 0.618, 0.645, 0.609, 0.637, 0.624]
+
+
+@pytest.mark.parametrize("lower_is_better", [None, True])
+def test_a_threefold_jump_six_nights_before_the_end_of_a_short_history_is_found(
+        lower_is_better: bool | None) -> None:
+    points = detect_change_points(SHORT_HISTORY, lower_is_better=lower_is_better)
+    assert [p.index for p in points] == [18]
+    assert points[0].rel_change == pytest.approx(2.0, abs=0.05)
+

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from tests.analysis.test_changepoints import SHORT_HISTORY
 from tracker.analysis import ChangeMonitor, ChangePoint
 
 
@@ -91,3 +92,9 @@ def test_a_bimodal_quiet_series_raises_no_alert() -> None:
     values = [100.0 * (1.06 if rng.random() < 0.3 else 1.0) * (1.0 + rng.gauss(0.0, 0.015))
               for _ in range(160)]
     assert _feed(ChangeMonitor(lower_is_better=True), values) == []
+
+
+def test_a_threefold_jump_in_a_short_history_is_alerted_at_its_first_night() -> None:
+    alerts = _feed(ChangeMonitor(lower_is_better=True), SHORT_HISTORY)
+    assert [point.index for _, point in alerts] == [18]
+    assert alerts[0][0] <= 22  # five nights of the new level are enough
