@@ -16,6 +16,13 @@ It is a ceiling in the sense that matters for the goal (no nuisance, the neighbo
 strict bound: under Student-t noise a rank or t-likelihood test beats the Gaussian one at the same
 sd, so the detector can beat the oracle on single p99 steps. ``located`` drops the ±2 night
 requirement: found at all, anywhere, which splits the loss into detection and location.
+
+The nightly oracle (``score_nightly_oracle``) is told where the step is and the noise sd: on each
+of the nights 4-7 after the step's first night (5 to 8 nights of the new level) it compares those
+nights with the ``BEFORE_NIGHTS`` before the step (fewer when a step is nearer) by the known-sd z,
+and alerts when ``|z|`` clears the two-sided threshold at the per-split false-alarm rate the
+monitor's tail test uses. What it reaches is the share of steps any test of those nights could
+alert within 7 nights at that rate.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 import numpy as np
 from fleet_histories import FleetHistory
@@ -89,6 +97,35 @@ def score_oracle(changed: Sequence[FleetHistory], seed: int) -> OracleScore:
             near = np.abs(where - at) <= TOLERANCE
             score.add(case, size, float(np.mean(clears & near)), float(np.mean(clears)))
     return score
+
+
+BEFORE_NIGHTS = 60
+FIRST_LOOK, LAST_LOOK = 5, 8  # nights of the new level on the nights the oracle looks
+
+
+def score_nightly_oracle(changed: Sequence[FleetHistory], seed: int,
+                         alpha_per_split: float) -> tuple[float, float]:
+    """(share of steps alerted within 7 nights, the |z| threshold)."""
+    rng = np.random.default_rng(seed)
+    threshold = float(NormalDist().inv_cdf(1.0 - alpha_per_split / 2.0))
+    found, total = 0.0, 0
+    for case in changed:
+        bounds = [0, *case.steps, len(case.values)]
+        for i, (step, size) in enumerate(zip(case.steps, case.step_sizes, strict=True)):
+            total += 1
+            if case.noise_sd == 0.0:
+                found += 1.0
+                continue
+            before = min(BEFORE_NIGHTS, step - bounds[i])
+            after = min(LAST_LOOK, bounds[i + 2] - step)
+            noise = rng.standard_normal((REPLICATES, before + after))
+            noise[:, before:] += math.log1p(size) / case.noise_sd
+            old = noise[:, :before].mean(axis=1, keepdims=True)
+            looks = np.arange(FIRST_LOOK, after + 1)
+            new = np.cumsum(noise[:, before:], axis=1)[:, looks - 1] / looks
+            z = np.abs(new - old) / np.sqrt(1.0 / before + 1.0 / looks)
+            found += float(np.mean((z >= threshold).any(axis=1)))
+    return found / total, threshold
 
 
 def render_oracle(score: OracleScore) -> str:
