@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from tracker.analysis import detect_change_points
-from tracker.analysis.changepoints import compute_scan_p_value, locate_split
+from tracker.analysis.changepoints import (
+    DEFAULT_ALPHA,
+    compute_scan_p_value,
+    locate_split,
+    scan_segment,
+)
 
 
 def _noisy(seed: int, levels: list[tuple[int, float]], sd: float = 0.01) -> list[float]:
@@ -113,3 +119,19 @@ def test_a_threefold_jump_six_nights_before_the_end_of_a_short_history_is_found(
     assert [p.index for p in points] == [18]
     assert points[0].rel_change == pytest.approx(2.0, abs=0.05)
 
+
+
+def test_a_short_segment_scan_p_value_is_calibrated_on_noise() -> None:
+    """Up to 40 values the scan's p-value comes from permutations of the ranks: on noise, about
+    1 % of 24-value segments have p < 0.01 (Siegmund's approximation gives half as many)."""
+    rng = np.random.default_rng(4)
+    splits = [scan_segment(rng.standard_normal(24), 5) for _ in range(5000)]
+    share = float(np.mean([split is not None and split.p_value < 0.01 for split in splits]))
+    assert 0.0075 <= share <= 0.0125, share
+
+
+def test_a_fully_separated_short_split_is_significant_at_the_default_alpha() -> None:
+    n, after = 24, 6
+    z_max = after * (n - after) / 2.0 / (after * (n - after) * (n + 1) / 12.0) ** 0.5
+    assert compute_scan_p_value(z_max, n, 5) < DEFAULT_ALPHA
+    assert compute_scan_p_value(z_max + 0.5, n, 5) <= compute_scan_p_value(z_max, n, 5)
