@@ -35,7 +35,9 @@ histories without any step (false alarms per 100 points). Detectors, in one run:
   a step;
 - threshold (the anchor): the common rule "alert when tonight differs from the mean of the
   previous 7 nights by more than X %", for X = 5 and 10, used both ways.
-Printed, never asserted.
+Printed, never asserted. On the fleet sets the bench also prints recall by kind and step size
+together, and an oracle's ceiling (``bench/detection_oracle.py``: a scan told the noise sd and the
+neighbouring steps, Gaussian noise without nuisances), so the distance to the achievable shows.
 """
 
 from __future__ import annotations
@@ -50,9 +52,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from detection_oracle import render_oracle, score_nightly_oracle, score_oracle
 from fleet_histories import FleetHistory, generate_fleet
 
 from tracker.analysis import ChangeMonitor, detect_change_points
+from tracker.analysis.changepoint_tail import TAIL_REACH
+from tracker.analysis.monitor import TAIL_ALPHA
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +180,7 @@ class Score:
     by_size: dict[tuple[float, float], list[int]] = field(
         default_factory=lambda: {bucket: [0, 0] for bucket in BUCKETS})
     by_kind: dict[str, list[int]] = field(default_factory=dict)
+    by_kind_size: dict[str, list[int]] = field(default_factory=dict)  # "p99 5%": [hit, total]
 
     def f1(self) -> tuple[float, float, float]:
         found = self.true_positive + self.false_positive
@@ -190,9 +196,10 @@ def _tally(score: Score, case: Case, size: float, hit: bool) -> None:
     score.by_size[bucket][0] += hit
     score.by_size[bucket][1] += 1
     kind = case.kind if isinstance(case, FleetHistory) else "all"
-    tally = score.by_kind.setdefault(kind, [0, 0])
-    tally[0] += hit
-    tally[1] += 1
+    for table, key in ((score.by_kind, kind), (score.by_kind_size, f"{kind} {abs(size):.0%}")):
+        tally = table.setdefault(key, [0, 0])
+        tally[0] += hit
+        tally[1] += 1
 
 
 def score_history(score: Score, case: Case, alerts: list[Alert], tolerance: int) -> None:
@@ -262,7 +269,19 @@ def _detectable(changed: Sequence[Case], after_nights: int | None) -> str:
     return f"{hits / total:.0%}"
 
 
-def report_set(title: str, changed: Sequence[Case], quiet: Sequence[Case]) -> None:
+def _by_kind_and_size(detector: Detector, score: Score) -> list[str]:
+    """One line per kind: its recall at each step size (2, 5, 10, 30 %)."""
+    lines: list[str] = []
+    for kind in dict.fromkeys(key.split()[0] for key in sorted(score.by_kind_size)):
+        cells = sorted(((float(key.split()[1].rstrip("%")), tally)
+                        for key, tally in score.by_kind_size.items() if key.split()[0] == kind))
+        lines.append(f"  {detector.name} {kind:<10} " + "  ".join(
+            f"{size:.0f}%: {hit}/{total}" for size, (hit, total) in cells))
+    return lines
+
+
+def report_set(title: str, changed: Sequence[Case], quiet: Sequence[Case],
+               oracle_seed: int | None = None) -> None:
     steps = sum(len(case.steps) for case in changed)
     print(f"\n== {title}: {len(changed)} histories with {steps} labelled steps and {len(quiet)} "
           f"without, {len(changed[0].values)} nights each")
@@ -278,11 +297,19 @@ def report_set(title: str, changed: Sequence[Case], quiet: Sequence[Case]) -> No
             extra.append(f"recall by step size, {detector.name}: {_fractions(sizes)}")
             if len(score.by_kind) > 1:
                 extra.append(f"recall by kind, {detector.name}: {_fractions(score.by_kind)}")
+                extra += _by_kind_and_size(detector, score)
     print("\n".join(extra))
     if isinstance(changed[0], FleetHistory):
         print(f"steps with z >= 3 (shift / noise sd) over their segments: "
               f"{_detectable(changed, None)}; over the 7 nights after them: "
               f"{_detectable(changed, 7)}")
+        fleet = [case for case in changed if isinstance(case, FleetHistory)]
+        seed = 0 if oracle_seed is None else oracle_seed
+        print(render_oracle(score_oracle(fleet, seed)))
+        splits = TAIL_REACH - 5 + 1  # the tail test's Bonferroni over its splits
+        nightly, z = score_nightly_oracle(fleet, seed, TAIL_ALPHA / splits)
+        print(f"nightly oracle (told the step and the noise sd, Gaussian; |z| >= {z:.2f}, the "
+              f"tail test's per-split rate): alerted within 7 nights {nightly:.1%}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [("tuning", args.tune_seed)] * (not args.skip_tune) + [("reporting", args.report_seed)]
     for role, seed in seeds:
         fleet_changed, fleet_quiet = generate_fleet(seed, args.series, args.nights)
-        report_set(f"fleet generator, {role} seed {seed}", fleet_changed, fleet_quiet)
+        report_set(f"fleet generator, {role} seed {seed}", fleet_changed, fleet_quiet, seed)
     print("\ndelay = nights from a step to its alert (median); loc err = |location - step| (mean)")
     print("goals: offline F1 >= 0.90 and FA/100pt <= 0.05; nightly >= 80% within 7 nights "
           "and FA/100pt <= 0.3")

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from tracker.analysis import detect_change_points
-from tracker.analysis.changepoints import compute_scan_p_value, locate_split
+from tracker.analysis.changepoints import (
+    DEFAULT_ALPHA,
+    compute_scan_p_value,
+    locate_split,
+    scan_segment,
+)
 
 
 def _noisy(seed: int, levels: list[tuple[int, float]], sd: float = 0.01) -> list[float]:
@@ -96,3 +102,36 @@ def test_the_l1_fit_places_a_large_step_exactly() -> None:
 def test_a_bad_min_segment_is_refused() -> None:
     with pytest.raises(ValueError, match="min_segment"):
         detect_change_points([1.0] * 20, min_segment=1)
+
+
+# The demo's shape: 18 nights at one level, then six at three times it (a TTFT p99 regression
+# caught soon after it began). Six nights a side fully separated is all a short history has, so
+# a check stricter than the scan's own floor would never confirm it.
+SHORT_HISTORY = [0.212, 0.205, 0.219, 0.208, 0.215, 0.201, 0.223, 0.210, 0.206, 0.217,
+                 0.209, 0.214, 0.203, 0.220, 0.211, 0.207, 0.216, 0.204,
+                 0.631, 0.618, 0.645, 0.609, 0.637, 0.624]
+
+
+@pytest.mark.parametrize("lower_is_better", [None, True])
+def test_a_threefold_jump_six_nights_before_the_end_of_a_short_history_is_found(
+        lower_is_better: bool | None) -> None:
+    points = detect_change_points(SHORT_HISTORY, lower_is_better=lower_is_better)
+    assert [p.index for p in points] == [18]
+    assert points[0].rel_change == pytest.approx(2.0, abs=0.05)
+
+
+
+def test_a_short_segment_scan_p_value_is_calibrated_on_noise() -> None:
+    """Up to 40 values the scan's p-value comes from permutations of the ranks: on noise, about
+    1 % of 24-value segments have p < 0.01 (Siegmund's approximation gives half as many)."""
+    rng = np.random.default_rng(4)
+    splits = [scan_segment(rng.standard_normal(24), 5) for _ in range(5000)]
+    share = float(np.mean([split is not None and split.p_value < 0.01 for split in splits]))
+    assert 0.0075 <= share <= 0.0125, share
+
+
+def test_a_fully_separated_short_split_is_significant_at_the_default_alpha() -> None:
+    n, after = 24, 6
+    z_max = after * (n - after) / 2.0 / (after * (n - after) * (n + 1) / 12.0) ** 0.5
+    assert compute_scan_p_value(z_max, n, 5) < DEFAULT_ALPHA
+    assert compute_scan_p_value(z_max + 0.5, n, 5) <= compute_scan_p_value(z_max, n, 5)

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from tests.analysis.test_changepoints import SHORT_HISTORY
 from tracker.analysis import ChangeMonitor, ChangePoint
 
 
@@ -91,3 +92,31 @@ def test_a_bimodal_quiet_series_raises_no_alert() -> None:
     values = [100.0 * (1.06 if rng.random() < 0.3 else 1.0) * (1.0 + rng.gauss(0.0, 0.015))
               for _ in range(160)]
     assert _feed(ChangeMonitor(lower_is_better=True), values) == []
+
+
+def test_a_threefold_jump_in_a_short_history_is_alerted_at_its_first_night() -> None:
+    alerts = _feed(ChangeMonitor(lower_is_better=True), SHORT_HISTORY)
+    assert [point.index for _, point in alerts] == [18]
+    assert alerts[0][0] <= 22  # five nights of the new level are enough
+
+
+# The demo's chat-c16 series, run by run: a faster config at run 12, the bad one from run 18.
+DEMO_TTFT_P99_S = [0.3134, 0.3068, 0.3342, 0.3247, 0.3189, 0.3313, 0.3248, 0.3198, 0.3303,
+                   0.3163, 0.3262, 0.3282, 0.1092, 0.1065, 0.1106, 0.1103, 0.1062, 0.1077,
+                   0.5758, 0.5788, 0.586, 0.5857, 0.5699, 0.5755, 0.5824, 0.5729]
+DEMO_REQUESTS_PER_S = [26.7902, 27.4009, 26.5384, 26.7201, 26.136, 26.5331, 31.2034, 31.4189,
+                       30.609, 30.9321, 30.8276, 30.9265, 52.4261, 52.2403, 52.1165, 51.7844,
+                       52.6608, 52.1866, 23.8099, 23.6725, 23.3916, 23.4147, 24.0705, 23.7985,
+                       23.5185, 23.927]
+
+
+def test_a_level_six_nights_after_another_is_alerted_at_its_first_night_by_the_sixth() -> None:
+    alerts = _feed(ChangeMonitor(lower_is_better=True), DEMO_TTFT_P99_S)
+    assert [point.index for _, point in alerts] == [12, 18]
+    assert alerts[1][0] <= 23
+
+
+def test_alerts_in_a_short_staircase_are_only_at_the_first_night_of_a_level() -> None:
+    alerts = _feed(ChangeMonitor(lower_is_better=False), DEMO_REQUESTS_PER_S)
+    assert alerts
+    assert {point.index for _, point in alerts} <= {6, 12, 18}

@@ -11,6 +11,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,20 +58,46 @@ def _overshoot(x: Array) -> Array:
     return np.asarray((2.0 / x) * (cdf - 0.5) / (half * cdf + density), dtype=np.float64)
 
 
-def compute_scan_p_value(z_max: float, n: int, min_segment: int) -> float:
-    """Approximate P(max_k |Z_k| >= z_max) over the splits of ``n`` exchangeable values:
-    ``z phi(z) sum_k nu(z sqrt(w_k)) w_k`` with ``w_k = n / (k (n - k))`` (Siegmund), floored
-    at the single-split two-sided p."""
-    if z_max <= 0.0:
-        return 1.0
+PERMUTATION_MAX = 40  # segments up to this long get the permutation law of the maximum
+PERMUTATIONS = 20_000  # seeded, so the p-value of a given statistic is always the same
+PERMUTATION_SEED = 15
+
+
+@lru_cache(maxsize=64)
+def _permutation_maxima(n: int, min_segment: int) -> Array:
+    """Sorted ``max_k |Z_k|`` of ``PERMUTATIONS`` random orders of the ranks 1..n (no ties)."""
+    rng = np.random.default_rng(PERMUTATION_SEED)
+    ranks = np.argsort(rng.random((PERMUTATIONS, n)), axis=1).astype(np.float64) + 1.0
     k = np.arange(min_segment, n - min_segment + 1, dtype=np.float64)
-    if len(k) == 0:
-        return 1.0
+    before = np.cumsum(ranks, axis=1)[:, min_segment - 1:n - min_segment]
+    after = (n * (n + 1) / 2.0 - before) - (n - k) * (n + 1) / 2.0
+    z = np.abs(after / np.sqrt(k * (n - k) * (n + 1) / 12.0))
+    return np.sort(z.max(axis=1))
+
+
+def _siegmund_p_value(z_max: float, n: int, min_segment: int) -> float:
+    k = np.arange(min_segment, n - min_segment + 1, dtype=np.float64)
     weight = n / (k * (n - k))
     density = math.exp(-0.5 * z_max * z_max) / math.sqrt(2.0 * math.pi)
     total = float(np.sum(_overshoot(z_max * np.sqrt(weight)) * weight))
     tail = math.erfc(z_max / math.sqrt(2.0))
     return min(1.0, max(tail, z_max * density * total))
+
+
+def compute_scan_p_value(z_max: float, n: int, min_segment: int) -> float:
+    """Approximate P(max_k |Z_k| >= z_max) over the splits of ``n`` exchangeable values.
+    Up to ``PERMUTATION_MAX`` values, the share of seeded random orders of the ranks whose
+    maximum reaches ``z_max`` (Siegmund's formula, below, is several times too large there:
+    the few splits near either end cannot reach a large |Z|). Longer segments:
+    ``z phi(z) sum_k nu(z sqrt(w_k)) w_k`` with ``w_k = n / (k (n - k))`` (Siegmund), floored
+    at the single-split two-sided p."""
+    if z_max <= 0.0 or n - 2 * min_segment < 0:
+        return 1.0
+    if n > PERMUTATION_MAX:
+        return _siegmund_p_value(z_max, n, min_segment)
+    maxima = _permutation_maxima(n, min_segment)
+    reached = len(maxima) - int(np.searchsorted(maxima, z_max - 1e-9))
+    return (reached + 1) / (len(maxima) + 1)
 
 
 def scan_statistics(values: Array, min_segment: int) -> Array | None:

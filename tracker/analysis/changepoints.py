@@ -9,8 +9,12 @@ more weight than any other night, and it never splits off a segment shorter than
    those before it (mid-ranks, tie-corrected variance).
 2. **Significance.** Under "no change" the ranks are a random permutation, whatever the
    distribution of the values, and ``max_k |Z_k|`` behaves like the maximum of a standardized
-   Brownian bridge; its tail is Siegmund's approximation (conservative for discrete data). A
-   split is kept when that p-value is below ``alpha`` and the medians on either side differ by
+   Brownian bridge; its tail is Siegmund's approximation (conservative for discrete data). Up
+   to 40 values that approximation is several times too large (a split near an end cannot
+   reach a large |Z|), so short segments get the permutation law of the maximum instead
+   (20,000 seeded orders of the ranks, once per length). A split is kept when that p-value is
+   below ``alpha`` (0.001: a 160-night history then false-alarms less, and 18 nights followed
+   by 6 fully separated ones still give p = 0.0005) and the medians on either side differ by
    at least ``min_rel_change``.
 3. **Location and shape.** The split is placed where two flat levels fit best (least absolute
    deviation from each side's median, near the scan's maximum), and it must be a jump: the
@@ -61,7 +65,7 @@ __all__ = [
 ]
 
 DEFAULT_MIN_SEGMENT = 5
-DEFAULT_ALPHA = 0.005
+DEFAULT_ALPHA = 0.001
 DEFAULT_MIN_REL_CHANGE = 0.01
 LOCAL_WIDTH = 15  # nights on each side of a split that must show the jump
 LOCAL_ALPHA = 0.02  # ... significantly (rank-sum test of those nights alone)
