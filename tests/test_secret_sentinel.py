@@ -69,7 +69,8 @@ class EchoGateway:
         if mode == 2:  # the client's parser raises: "Content-Length is not a number: '<key>'"
             return f"HTTP/1.1 200 OK\r\nContent-Length: {KEY}\r\n\r\n".encode()
         if not body.get("stream"):
-            answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "42"}}]}
+            text = f"42, as {KEY} asked"  # an answer that quotes the key: stored, shown, diffed
+            answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
             return _response("200 OK", "application/json", json.dumps(answer).encode())
         if mode == 1:
             error = {"error": {"message": f"quota exceeded for key {KEY}", "code": 429}}
