@@ -111,3 +111,16 @@ def test_a_fall_of_a_quality_sets_accuracy_is_watched_as_its_own_series(store: E
     [record] = [r for r in found if r.series.metric == "accuracy"]
     assert record.series.workload == "quality:arith"
     assert record.location_index == 12 and record.regressed is True
+
+
+def test_a_step_from_zero_has_the_direction_of_its_levels() -> None:
+    """Preemptions 0 -> 12: the relative change is undefined, the step is still worse."""
+    from tracker.analysis import ChangePoint
+    from tracker.jobs.watch import _regressed
+
+    up = ChangePoint(index=20, before=0.0, after=12.0, rel_change=None, p_value=0.001)
+    down = ChangePoint(index=20, before=12.0, after=0.0, rel_change=-1.0, p_value=0.001)
+    assert _regressed("num_preemptions", up) is True
+    assert _regressed("num_preemptions", down) is False
+    assert _regressed("request_throughput_per_s", up) is False  # higher is better
+    assert _regressed("no_such_metric", up) is None

@@ -54,11 +54,13 @@ def compute_alerts(values: list[float], monitor: ChangeMonitor | None = None) ->
 
 
 def _regressed(metric: str, point: ChangePoint) -> bool | None:
+    """Whether the step went the metric's bad way; from the levels themselves, so a step from 0
+    (preemptions 0 -> 12, whose relative change is undefined) still has a direction."""
     found = REGISTRY.get(metric)
-    if found is None or point.rel_change is None:
+    if found is None or point.after == point.before:
         return None
     worse_up = found.direction is Direction.LOWER_IS_BETTER
-    return point.rel_change > 0.0 if worse_up else point.rel_change < 0.0
+    return point.after > point.before if worse_up else point.after < point.before
 
 
 def _known_locations(session: Session, series: SeriesKey, points: list[SeriesPoint]) -> list[int]:
