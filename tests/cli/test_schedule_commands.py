@@ -69,6 +69,14 @@ def test_a_file_owns_its_schedules_and_remove_deletes_one(
                     encoding="utf-8")
     code, out, _ = _cli(capsys, "schedule", "add", "--file", path, "--db", db_url)
     assert code == 0 and "removed weekly" in out
+    code, _, err = _cli(capsys, "schedule", "add", "gated", "--cron", "0 3 * * *", "--config",
+                        files["fast"], "--suite", files["tiny"], "--bisect",
+                        "--bisect-max-probes", "6", "--bisect-max-minutes", "45", "--db", db_url)
+    assert code == 0, err
+    code, out, _ = _cli(capsys, "schedule", "list", "--db", db_url)
+    listed = {line.split()[0]: line for line in out.splitlines()[2:]}
+    assert "on (6 probes, 45 min)" in listed["gated"] and " off " in listed["adhoc"]
+    _cli(capsys, "schedule", "remove", "gated", "--db", db_url)
     code, out, _ = _cli(capsys, "schedule", "remove", "adhoc", "--db", db_url)
     assert code == 0
     code, out, _ = _cli(capsys, "schedule", "list", "--db", db_url)
@@ -81,6 +89,10 @@ def test_a_file_owns_its_schedules_and_remove_deletes_one(
       "{tiny}"), "invalid cron expression"),
     (("schedule", "add", "x", "--cron", "0 2 * * *", "--config", "{fast}", "--suite",
       "{tiny}", "--labels", "gpu"), "'gpu' is not KEY=VALUE"),
+    (("schedule", "add", "x", "--cron", "0 2 * * *", "--config", "{fast}", "--suite",
+      "{tiny}", "--bisect-max-probes", "4"), "need --bisect"),
+    (("schedule", "add", "x", "--cron", "0 2 * * *", "--config", "{fast}", "--suite",
+      "{tiny}", "--bisect", "--bisect-max-probes", "0"), "bisect.max_probes"),
     (("schedule", "remove", "nope"), "schedule 'nope' not found"),
     (("schedule", "run-now", "nope"), "schedule 'nope' not found"),
     (("worker", "--heartbeat-s", "5", "--stale-after-s", "5"), "must be longer than"),

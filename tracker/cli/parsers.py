@@ -245,6 +245,13 @@ def _add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser
     add.add_argument("--suite", action="append", default=[], metavar="FILE")
     add.add_argument("--repeats", type=int, default=1, metavar="N")
     add.add_argument("--labels", metavar="K=V[,K=V]", help="runner labels it needs, e.g. gpu=h100")
+    add.add_argument("--bisect", action="store_true",
+                     help="queue a bisection when a new config version regresses (its bisect: "
+                          "option; off by default)")
+    add.add_argument("--bisect-max-probes", type=int, metavar="N",
+                     help="the bisection's probe budget (with --bisect)")
+    add.add_argument("--bisect-max-minutes", type=float, metavar="M",
+                     help="the bisection's time budget (with --bisect; default: none)")
     add_db(add)
     remove = actions.add_parser("remove", help="remove a schedule")
     remove.add_argument("name", metavar="NAME")

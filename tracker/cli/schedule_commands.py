@@ -154,12 +154,23 @@ def _row_from_options(args: argparse.Namespace) -> ScheduleRow:
     try:
         spec = ScheduleSpec(name=args.name, cron=args.cron, timezone=args.timezone,
                             configs=args.config, suites=args.suite, repeats=args.repeats,
-                            labels=parse_labels(args.labels))
+                            labels=parse_labels(args.labels), bisect=_bisect_option(args))
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "schedule"
         raise UsageError(f"schedule add: {where}: {first['msg']}") from None
     return build_schedule_row(spec, Path.cwd(), CLI_SOURCE)
+
+
+def _bisect_option(args: argparse.Namespace) -> dict[str, object]:
+    """``bisect:`` from --bisect and its budgets (validated with the schedule, as in a file)."""
+    budgets = {key: value for key, value in (("max_probes", args.bisect_max_probes),
+                                             ("max_minutes", args.bisect_max_minutes))
+               if value is not None}
+    if budgets and not args.bisect:
+        raise UsageError("schedule add: --bisect-max-probes and --bisect-max-minutes need "
+                         "--bisect (the option is off without it)")
+    return {"enabled": bool(args.bisect), **budgets}
 
 
 def cmd_schedule_remove(db: str | None, name: str) -> int:
