@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from tests.telemetry.fake_nvml import FakeNvml
 from tracker.inputs.configs import load_config
@@ -68,6 +68,18 @@ def test_a_second_run_of_the_night_copies_the_first_runs_answers_and_says_so(
         assert later.quality.accuracy == first.quality.accuracy
     assert f"answers reused from run {first.run_id}" in render_run_text(second)
     assert render_run_json(second)["quality"]["reused_from_run_id"] == first.run_id
+
+
+def test_answers_with_a_failed_request_are_not_copied(tmp_path: Path, store: Engine) -> None:
+    """A first run whose quality lost an item (a request failed) is asked again, not copied."""
+    config, suite = _config(tmp_path), _suite(tmp_path)
+    first = _run(store, config, suite)
+    with store.begin() as connection:  # as stored when one item's request failed
+        connection.execute(text("UPDATE quality_summaries SET answered = answered - 1 "
+                                "WHERE run_id = :run"), {"run": first.run_id})
+    second, third = _run(store, config, suite), _run(store, config, suite)
+    assert second.quality is not None and second.quality.reused_from_run_id is None
+    assert third.quality is not None and third.quality.reused_from_run_id == second.run_id
 
 
 def test_another_config_version_asks_the_set_itself(tmp_path: Path, store: Engine) -> None:

@@ -178,7 +178,8 @@ def fetch_quality_answers(session: Session, run_id: int) -> dict[str, str | None
 
 def find_quality_to_reuse(session: Session, run_id: int, set_version: str) -> int | None:
     """The run whose answers ``run_id`` may reuse: the first run of the same config version and
-    suite version begun the same UTC day that asked these items itself (``set_version``)."""
+    suite version begun the same UTC day that asked these items itself (``set_version``) and got
+    an answer to every one (a failed request is not copied into every later run of the night)."""
     run = session.get(RunModel, run_id)
     if run is None:
         raise NotFoundError(f"run {run_id} not found; list runs with `tracker runs`")
@@ -190,7 +191,8 @@ def find_quality_to_reuse(session: Session, run_id: int, set_version: str) -> in
                RunModel.suite_id == run.suite_id, RunModel.id != run_id,
                RunModel.started_at >= day, RunModel.started_at < day + timedelta(days=1),
                QualitySummaryModel.set_version == set_version,
-               QualitySummaryModel.reused_from_run_id.is_(None))
+               QualitySummaryModel.reused_from_run_id.is_(None),
+               QualitySummaryModel.answered == QualitySummaryModel.items)
         .order_by(RunModel.started_at, RunModel.id)
         .limit(1))
 
