@@ -21,6 +21,7 @@ from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_con
 from tracker.inputs.shipped import shipped_configs
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
+from tracker.results import QualityResult
 from tracker.sim.server import ThreadedSimServer
 
 
@@ -33,6 +34,7 @@ class WalkMeasurement:
     weights_bytes: int
     kv_peak_bytes: int
     preemptions: int
+    quality: QualityResult | None = None  # the suite's quality set, where it asks one
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,8 @@ def measure_config(store: Engine, loaded: LoadedConfig, suite: LoadedSuite,
     weights = int(metrics["tracker_sim:weights_memory_bytes"])
     kv_peak = int(metrics["tracker_sim:kv_cache_peak_used_bytes"])
     return WalkMeasurement(loaded.config.name, ttft.mean_s, throughput, weights + kv_peak,
-                           weights, kv_peak, int(metrics["vllm:num_preemptions_total"]))
+                           weights, kv_peak, int(metrics["vllm:num_preemptions_total"]),
+                           run.quality)
 
 
 def measure_walk(store: Engine, configs: Sequence[LoadedConfig], suite: LoadedSuite,
