@@ -51,6 +51,10 @@ class Metric:
     def lower_is_better(self) -> bool:
         return self.direction is Direction.LOWER_IS_BETTER
 
+    def is_worse(self, before: float, after: float) -> bool:
+        """``after`` is worse than ``before`` in this metric's direction (equal: not worse)."""
+        return after > before if self.lower_is_better else after < before
+
 
 LATENCIES = {
     "ttft": "time to first token",

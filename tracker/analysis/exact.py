@@ -39,7 +39,7 @@ def compare_exact(base: Readings, head: Readings, metric: Metric, *,
         return None
     before, after = float(base[0][0]), float(head[0][0])
     rel = None if before == 0.0 else after / before - 1.0
-    worse = after > before if metric.lower_is_better else after < before
+    worse = metric.is_worse(before, after)
     allowed = after == before or (rel is not None and abs(rel) <= tolerance)
     how = f"bit-constant on both sides; tolerance {tolerance:g}"
     if allowed:

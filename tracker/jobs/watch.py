@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis import ChangeMonitor, ChangePoint, compute_attribution
 from tracker.analysis.changepoints import DEFAULT_MIN_REL_CHANGE
-from tracker.metrics import QUALITY_METRICS, REGISTRY, Direction
+from tracker.metrics import QUALITY_METRICS, REGISTRY
 from tracker.store.quality_series import fetch_quality_series_names
 from tracker.store.regressions import (
     RegressionRecord,
@@ -59,8 +59,7 @@ def _regressed(metric: str, point: ChangePoint) -> bool | None:
     found = REGISTRY.get(metric)
     if found is None or point.after == point.before:
         return None
-    worse_up = found.direction is Direction.LOWER_IS_BETTER
-    return point.after > point.before if worse_up else point.after < point.before
+    return found.is_worse(point.before, point.after)
 
 
 def _known_locations(session: Session, series: SeriesKey, points: list[SeriesPoint]) -> list[int]:
