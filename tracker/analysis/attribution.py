@@ -17,6 +17,14 @@ from tracker.inputs.config_diff import Change, compute_config_diff
 
 # environment keys that identify a machine run to run but say nothing about its performance
 VOLATILE_ENVIRONMENT_KEYS = frozenset({"pid", "started_at", "hostname_id"})
+ATTRIBUTION_TOLERANCE = 2  # runs either side of a change point's estimated location
+
+
+def compute_attribution_window(index: int, count: int,
+                               tolerance: int = ATTRIBUTION_TOLERANCE) -> range:
+    """The runs ``at`` (of ``count``, each compared with the run before it) within ``tolerance``
+    of ``index``: where a change point's cause is looked for."""
+    return range(max(1, index - tolerance), min(count - 1, index + tolerance) + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +50,7 @@ def compute_attribution(
     configs: Sequence[Mapping[str, Any]],
     environments: Sequence[Mapping[str, Any]],
     *,
-    tolerance: int = 2,
+    tolerance: int = ATTRIBUTION_TOLERANCE,
 ) -> Attribution:
     """Config and environment differences between consecutive runs around ``index`` (the first
     run of the new level), within ``tolerance`` runs either side."""
@@ -51,10 +59,9 @@ def compute_attribution(
                          "must describe the same runs")
     if not 0 <= index < len(configs):
         raise ValueError(f"index {index} is outside the series of {len(configs)} runs")
-    first, last = max(1, index - tolerance), min(len(configs) - 1, index + tolerance)
     config_changes: list[Change] = []
     environment_changes: list[Change] = []
-    for at in range(first, last + 1):
+    for at in compute_attribution_window(index, len(configs), tolerance):
         config_changes += [replace(c, at=at)
                            for c in compute_config_diff(configs[at - 1], configs[at])]
         environment_changes += [

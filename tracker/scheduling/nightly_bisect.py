@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tracker.analysis.attribution import ATTRIBUTION_TOLERANCE, compute_attribution_window
 from tracker.errors import ConfigError, MeasurementError
 from tracker.gate.bisect import BisectOutcome
 from tracker.gate.config_refs import ConfigSide
@@ -67,7 +68,6 @@ from tracker.store.schedule_rows import fetch_schedule
 
 log = logging.getLogger(__name__)
 
-BOUNDARY_TOLERANCE = 2  # nights either side of the estimated location, as the attribution reads
 RECORDS_SCANNED = 1000
 NIGHTLY_DESIGN = GateDesign(DEFAULT_MAX_ROUNDS, rounds_with_prior=DEFAULT_MAX_ROUNDS_WITH_PRIOR)
 
@@ -94,11 +94,11 @@ class BisectCandidate:
 
 
 def find_boundary(points: Sequence[SeriesPoint], index: int,
-                  tolerance: int = BOUNDARY_TOLERANCE) -> int | None:
-    """The first run of a new config version within ``tolerance`` of ``index``; None where no
-    version changes there, or more than one does (which one caused it is not known)."""
-    first, last = max(1, index - tolerance), min(len(points) - 1, index + tolerance)
-    found = [at for at in range(first, last + 1)
+                  tolerance: int = ATTRIBUTION_TOLERANCE) -> int | None:
+    """The first run of a new config version within ``tolerance`` of ``index`` (the attribution's
+    window); None where no version changes there, or more than one does (which one caused it is
+    not known)."""
+    found = [at for at in compute_attribution_window(index, len(points), tolerance)
              if points[at].config_version != points[at - 1].config_version]
     return found[0] if len(found) == 1 else None
 
