@@ -50,7 +50,7 @@ from tracker.gate.gating import (
     compute_workload_names,
     row_key,
 )
-from tracker.gate.memory import find_exact_memory_regression
+from tracker.gate.memory import MEMORY_METRIC, find_exact_memory_regression
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
@@ -100,7 +100,7 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
         if state.decided:
             break
         memory = find_exact_memory_regression(
-            base_runs, head_runs, options.min_effect.get("gpu_memory_peak_bytes", 0.0))
+            base_runs, head_runs, options.min_effect.get(MEMORY_METRIC.name, 0.0))
         if memory is not None:  # certain already: the same bytes on every run of each side
             reason = (f"decided after {number} of {design.rounds} rounds: {memory}'s GPU memory "
                       "peak regressed (bit-constant on both sides, compared exactly)")

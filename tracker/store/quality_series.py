@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from tracker.metrics import QUALITY_METRICS, QUALITY_SERIES_PREFIX, quality_series_name
+from tracker.metrics import QUALITY_SERIES_PREFIX, quality_series_name
 from tracker.results import IMPORT_KEY, RunStatus
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.models_quality import QualitySummaryModel
@@ -24,8 +24,9 @@ _COLUMNS = {"accuracy": QualitySummaryModel.accuracy, "answer_drift": QualitySum
 
 
 def is_quality_metric(metric: str) -> bool:
-    """A registry metric of a run's quality set (``QUALITY_METRICS``), not of a workload."""
-    return metric in QUALITY_METRICS and metric in _COLUMNS
+    """A registry metric of a run's quality set (``QUALITY_METRICS``: each has its column here),
+    not of a workload."""
+    return metric in _COLUMNS
 
 
 def _joined(*columns: Any) -> Select[Any]:
