@@ -38,14 +38,31 @@ from enum import StrEnum
 from typing import Any
 
 IMPORT_KEY = "import"  # a run's environment entry when it was imported from another tool's file
-NATIVE_SOURCE = "native"  # the source of a run the tracker measured itself
+ORIGIN_KEY = "origin"  # a run's environment entry when a gate or a bisection ran it
+NATIVE_SOURCE = "native"  # the source of a run the tracker measured itself, for the history
+
+
+class RunOrigin(StrEnum):
+    """Who measured a run that is not part of a config's history: a PR gate's rounds (base and
+    head, whatever files or refs they came from) or a bisection's probes (configs with some of
+    a change's fields). Their runs are kept and listed, but the nightly series, the watch, the
+    attribution and the gate's noise prior follow the history only."""
+
+    GATE = "gate"
+    BISECT = "bisect"
 
 
 def compute_run_source(environment: Mapping[str, Any] | None) -> str:
-    """``native`` for a run the tracker measured, else the tool it was imported from
-    (``tracker import`` writes ``environment["import"]["tool"]``)."""
-    found = environment.get(IMPORT_KEY) if isinstance(environment, Mapping) else None
-    return str(found.get("tool")) if isinstance(found, Mapping) else NATIVE_SOURCE
+    """``native`` for a run of the history the tracker measured; else the tool it was imported
+    from (``tracker import`` writes ``environment["import"]["tool"]``) or who ran it apart from
+    the history (``environment["origin"]["kind"]``: ``gate`` or ``bisect``)."""
+    if not isinstance(environment, Mapping):
+        return NATIVE_SOURCE
+    found = environment.get(IMPORT_KEY)
+    if isinstance(found, Mapping):
+        return str(found.get("tool"))
+    origin = environment.get(ORIGIN_KEY)
+    return str(origin.get("kind")) if isinstance(origin, Mapping) else NATIVE_SOURCE
 
 
 class TokenSource(StrEnum):

@@ -29,9 +29,10 @@ from tracker.gate.bisect import (
 )
 from tracker.gate.probes import BisectBudget, build_probe_config
 from tracker.inputs.configs import load_config
+from tracker.results import compute_run_source
 from tracker.store.bisections import fetch_bisections
 from tracker.store.db import open_store
-from tracker.store.runs import fetch_runs
+from tracker.store.runs import fetch_run, fetch_runs
 
 FIELDS = ("engine.a", "engine.b", "engine.c", "engine.d", "engine.e")
 
@@ -240,6 +241,8 @@ def test_bisect_names_the_cut_max_num_seqs_alone_among_five_changes(
         with Session(engine) as session:
             [stored] = fetch_bisections(session, run_ids=verdict["head"]["run_ids"])  # type: ignore[index]
             runs = fetch_runs(session, limit=1000)
+            source = {run.run_id: compute_run_source(fetch_run(session, run.run_id).environment)
+                      for run in runs}
     finally:
         engine.dispose()
     assert stored.bisection_id == bisect["bisection_id"] and stored.outcome == "found"
@@ -248,6 +251,9 @@ def test_bisect_names_the_cut_max_num_seqs_alone_among_five_changes(
                   for probe in range(1, len(bisect["probes"]) + 1)}
     assert all(probe_runs.values())
     assert {r for _, _, r in stored.runs} == {run.run_id for run in runs}  # every run linked
+    # kept apart from the configs' history: the gate's own runs and the bisection's
+    assert {source[r] for _, role, r in stored.runs if role in ("base", "head")} == {"gate"}
+    assert {source[r] for _, role, r in stored.runs if role in ("control", "probe")} == {"bisect"}
 
 
 def test_bisect_names_two_fields_that_regress_only_together_as_a_pair(

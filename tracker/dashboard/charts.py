@@ -16,7 +16,7 @@ from plotly.colors import qualitative
 
 from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.redaction import redact_text
-from tracker.results import NATIVE_SOURCE
+from tracker.results import NATIVE_SOURCE, RunOrigin
 
 PALETTE = qualitative.Plotly + qualitative.D3
 STATE_COLORS = {
@@ -102,6 +102,15 @@ def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_point
     return figure
 
 
+def _source_note(source: str) -> str:
+    """The hover's words for a run that is not the tracker's own history."""
+    if source == NATIVE_SOURCE:
+        return ""
+    if source in {origin.value for origin in RunOrigin}:
+        return f" · a {source} run, apart from the history"
+    return f" · imported from {_esc(source)}"
+
+
 def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.Scatter:
     sources = list(rows["source"]) if "source" in rows else [NATIVE_SOURCE] * len(rows)
     symbols = [("circle" if source == NATIVE_SOURCE else "diamond") + ("-open" if sim else "")
@@ -109,7 +118,7 @@ def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.
     hover = [
         f"<b>{_esc(series)}</b><br>{value:.4g} {unit}<br>run #{run} · {_esc(status)}"
         f"{' · simulated' if sim else ''}"
-        f"{'' if source == NATIVE_SOURCE else ' · imported from ' + _esc(source)}"
+        f"{_source_note(source)}"
         f"<br>config {version[:12]}<br>{when:%Y-%m-%d %H:%M} UTC"
         for value, run, status, sim, version, when, source in zip(
             rows["shown"], rows["run_id"], rows["status"], rows["simulated"],

@@ -81,7 +81,8 @@ def metric_label(metric: str) -> str:
 
 def series_label(config: str, suite: str, workload: str, source: str = NATIVE_SOURCE) -> str:
     """One series per config, suite and workload, and per source: runs imported from another
-    tool are never drawn, banded or change-pointed as one series with the tracker's own."""
+    tool, and a gate's or a bisection's runs, are never drawn, banded or change-pointed as one
+    series with the tracker's own history."""
     label = f"{config} · {suite} · {workload}"
     return label if source == NATIVE_SOURCE else f"{label} · from {source}"
 

@@ -55,7 +55,7 @@ from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_con
 from tracker.inputs.suites import LoadedSuite
 from tracker.inputs.yamlfile import validate_model
 from tracker.redaction import redact_text
-from tracker.results import RunResult
+from tracker.results import RunOrigin, RunResult
 from tracker.store.bisections import StoredBisection, save_bisection
 
 DEFAULT_MAX_PROBES = 12
@@ -159,7 +159,8 @@ class ProbeRunner:
             return ProbeJudgement(ProbeOutcome.INVALID, redact_text(str(exc)))
         try:
             played = run_rounds(self.engine, self.base, ConfigSide(label, loaded), self.suite,
-                                self.design, self.options, quiet=self.quiet)
+                                self.design, self.options, quiet=self.quiet,
+                                origin=RunOrigin.BISECT)
         except (ConfigError, MeasurementError) as exc:  # the target refused to start
             return ProbeJudgement(ProbeOutcome.FAILED, redact_text(str(exc)))
         self._record(number, played.base_runs, played.head_runs)

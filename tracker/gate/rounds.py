@@ -55,7 +55,7 @@ from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
 from tracker.metrics import compute_samples
-from tracker.results import RunResult, RunStatus
+from tracker.results import RunOrigin, RunResult, RunStatus
 from tracker.runner.progress import ProgressPrinter
 from tracker.store.run_noise import fetch_noise_runs
 
@@ -70,7 +70,10 @@ class PlayedRounds:
 
 def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
                design: GateDesign, options: GateOptions, *, quiet: bool = True,
-               ordinal_seed: int | None = None) -> PlayedRounds:
+               ordinal_seed: int | None = None,
+               origin: RunOrigin = RunOrigin.GATE) -> PlayedRounds:
+    """Base and head in ABBA rounds (sequential: until decided); every run is stored marked
+    with ``origin``, so it stays out of the configs' nightly series."""
     base_runs: list[RunResult] = []
     head_runs: list[RunResult] = []
     gate: SequentialGate | None = None
@@ -80,7 +83,8 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
         design = replace(design, rounds=design.rounds_with_prior)  # the noise is known already
     noise_runs: int | None = None
     for number in range(1, design.rounds + 1):
-        pair = _run_round(engine, (base, head), suite, (number, design), quiet, ordinal_seed)
+        pair = _run_round(engine, (base, head), suite, (number, design), quiet,
+                          (ordinal_seed, origin))
         base_runs.append(pair[0])
         head_runs.append(pair[1])
         if not design.sequential:
@@ -144,8 +148,9 @@ def compute_noise_prior(earlier: Sequence[RunResult],
 
 def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: LoadedSuite,
                at: tuple[int, GateDesign], quiet: bool,
-               ordinal_seed: int | None) -> tuple[RunResult, RunResult]:
+               marks: tuple[int | None, RunOrigin]) -> tuple[RunResult, RunResult]:
     number, design = at
+    ordinal_seed, origin = marks
     runs: dict[str, RunResult] = {}
     for side in round_order(number):
         config = sides[0] if side == "base" else sides[1]
@@ -154,7 +159,7 @@ def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: Load
         ordinal = (None if ordinal_seed is None
                    else derive_seed(ordinal_seed, "gate-round", side, number) % 2**31)
         runs[side] = execute_suite(engine, config.loaded, suite, progress, run_ordinal=ordinal,
-                                   quality_whole=design.quality_whole)
+                                   quality_whole=design.quality_whole, origin=origin)
     return runs["base"], runs["head"]
 
 

@@ -27,7 +27,14 @@ from tracker.eventloop import run_async
 from tracker.inputs.configs import LoadedConfig, load_config
 from tracker.inputs.suites import LoadedSuite, load_suite
 from tracker.quality.sets import QualitySet
-from tracker.results import QualityResult, RunResult, RunStatus, WorkloadResult
+from tracker.results import (
+    ORIGIN_KEY,
+    QualityResult,
+    RunOrigin,
+    RunResult,
+    RunStatus,
+    WorkloadResult,
+)
 from tracker.runner.suite_runner import Progress, RunOutcome, SuiteRunner
 from tracker.store.db import open_store, retry_when_locked
 from tracker.store.leases import RunLease, take_run_lease, utc_now
@@ -124,10 +131,12 @@ def _stored_after_lock(method: Callable[[Sink, RunStatus, str | None, datetime],
 class StoreSink:
     """Saves each piece of a run in its own transaction, as soon as it is measured."""
 
-    def __init__(self, engine: Engine, config_version_id: int, suite_id: int) -> None:
+    def __init__(self, engine: Engine, config_version_id: int, suite_id: int,
+                 origin: RunOrigin | None = None) -> None:
         self.engine = engine
         self.config_version_id = config_version_id
         self.suite_id = suite_id
+        self.origin = origin  # None: a run of the config's history
         self.run_id: int | None = None
         self.lock_error: StoreLockedError | None = None  # a write that waited out the lock
         self.pending: list[Callable[[], None]] = []  # writes to store once the lock is gone
@@ -141,7 +150,8 @@ class StoreSink:
                 session, config_version_id=self.config_version_id, suite_id=self.suite_id,
                 started_at=started_at, host=socket.gethostname(),
                 tracker_version=tracker.__version__, simulated=simulated,
-                environment=environment)
+                environment=environment if self.origin is None else
+                {**environment, ORIGIN_KEY: {"kind": self.origin.value}})
             take_run_lease(session, self.run_id, os.getpid(), utc_now())
         self.lease = RunLease(self.engine, self.run_id, os.getpid()).start()
         return self.run_id
@@ -209,13 +219,15 @@ def register_inputs(engine: Engine, config: LoadedConfig, suite: LoadedSuite) ->
 def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
                   progress: Progress | None = None,
                   telemetry: TelemetrySettings | None = None, *,
-                  run_ordinal: int | None = None, quality_whole: bool = False) -> RunResult:
+                  run_ordinal: int | None = None, quality_whole: bool = False,
+                  origin: RunOrigin | None = None) -> RunResult:
     """Run one suite against one config and return the run as stored (``run_ordinal``: see
     ``tracker.targets.resolve.open_target``; ``quality_whole``: the whole quality set, not the
-    suite's sample, as a gate asks it)."""
+    suite's sample, as a gate asks it; ``origin``: a gate's or a bisection's run, kept apart
+    from the config's history)."""
     check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
     config_version_id, suite_id = register_inputs(engine, config, suite)
-    sink = StoreSink(engine, config_version_id, suite_id)
+    sink = StoreSink(engine, config_version_id, suite_id, origin)
     runner = SuiteRunner(config, suite, sink, progress, telemetry, run_ordinal=run_ordinal,
                          quality_reuse=sink, quality_whole=quality_whole)
     try:

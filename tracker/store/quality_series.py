@@ -12,15 +12,22 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
 from tracker.metrics import QUALITY_SERIES_PREFIX, quality_series_name
-from tracker.results import IMPORT_KEY, RunStatus
+from tracker.results import IMPORT_KEY, ORIGIN_KEY, RunStatus
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.models_quality import QualitySummaryModel
 
 _COLUMNS = {"accuracy": QualitySummaryModel.accuracy, "answer_drift": QualitySummaryModel.drift}
+
+
+def run_source_column() -> ColumnElement[Any]:
+    """A run's source in SQL (``tracker.results.compute_run_source``): the tool it was imported
+    from, else who ran it apart from the history (``gate``, ``bisect``); NULL: the history."""
+    return func.coalesce(RunModel.environment[IMPORT_KEY]["tool"].as_string(),
+                         RunModel.environment[ORIGIN_KEY]["kind"].as_string())
 
 
 def is_quality_metric(metric: str) -> bool:
@@ -68,8 +75,7 @@ def fetch_quality_trend_rows(session: Session, metric: str, *, configs: Sequence
     column = _COLUMNS[metric]
     query = (_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
-                     QualitySummaryModel.set_name, column,
-                     RunModel.environment[IMPORT_KEY]["tool"].as_string())
+                     QualitySummaryModel.set_name, column, run_source_column())
              .where(ConfigVersionModel.name.in_(list(configs)), SuiteModel.name.in_(list(suites)),
                     column.is_not(None))
              .order_by(RunModel.started_at, RunModel.id))

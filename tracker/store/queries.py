@@ -22,10 +22,14 @@ from tracker.metrics import (
     compute_workload_metrics,
     quality_series_name,
 )
-from tracker.results import IMPORT_KEY, NATIVE_SOURCE, RunResult
+from tracker.results import NATIVE_SOURCE, RunResult
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
 from tracker.store.models import WorkloadResultModel as Workloads
-from tracker.store.quality_series import fetch_quality_trend_rows, is_quality_metric
+from tracker.store.quality_series import (
+    fetch_quality_trend_rows,
+    is_quality_metric,
+    run_source_column,
+)
 from tracker.store.regressions import RegressionStatus, fetch_regressions
 from tracker.store.runs import fetch_run
 
@@ -206,7 +210,8 @@ def fetch_trend(
     """``metric`` of every matching workload over time, oldest first (one row per workload run).
 
     Runs that did not measure the metric (failed, or the metric was not defined) have no row.
-    ``source`` is ``native`` for a run measured here, else the tool it was imported from.
+    ``source`` is ``native`` for a run of the history measured here, else the tool it was
+    imported from, or ``gate`` / ``bisect`` for a gate's or a bisection's run.
     A quality metric's rows are its sets' (workload ``quality:<set>``).
     """
     if is_quality_metric(metric):
@@ -218,8 +223,7 @@ def fetch_trend(
     query = (
         _runs_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
-                     Workloads.name, WorkloadMetricModel.value,
-                     RunModel.environment[IMPORT_KEY]["tool"].as_string())
+                     Workloads.name, WorkloadMetricModel.value, run_source_column())
         .join(Workloads, Workloads.run_id == RunModel.id)
         .join(WorkloadMetricModel, (WorkloadMetricModel.workload_result_id == Workloads.id)
               & (WorkloadMetricModel.metric == metric))
