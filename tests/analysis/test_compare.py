@@ -228,3 +228,16 @@ def test_a_p99_interval_excludes_0_exactly_when_the_exceedance_test_rejects() ->
         assert verdict.ci is not None and verdict.p_value is not None
         assert verdict.method.startswith("exceedance test")
         assert (verdict.ci[0] > 0.0) == (verdict.p_value < 0.05)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_the_verdict_is_the_same_at_any_scale_even_near_the_float_limits(scale: float) -> None:
+    rng = random.Random(8)
+    base = [0.08 * math.exp(0.3 * rng.gauss(0.0, 1.0)) for _ in range(300)]
+    head = [0.096 * math.exp(0.3 * rng.gauss(0.0, 1.0)) for _ in range(300)]
+    metric = REGISTRY["request_throughput_per_s"]  # a mean: its variance overflowed at 1e300
+    plain = compare_samples(base, head, metric)
+    scaled = compare_samples([v * scale for v in base], [v * scale for v in head], metric)
+    assert plain.outcome is Outcome.IMPROVEMENT and scaled.outcome is plain.outcome
+    assert scaled.rel_change == pytest.approx(plain.rel_change, rel=1e-9)
+    assert scaled.base_value == pytest.approx(plain.base_value * scale, rel=1e-9)  # as given

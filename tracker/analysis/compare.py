@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from tracker.analysis.exceedances import tail_shift_test
@@ -165,11 +165,26 @@ def compare_samples(
     shortfall = _sample_shortfall(request)
     if shortfall is not None:
         return _verdict(request, None, Outcome.INCONCLUSIVE, shortfall[0], shortfall[1])
-    estimate = _estimate(request)
+    estimate = _estimate(_rescaled(request))
     if estimate is None:
         return _verdict(request, None, Outcome.INCONCLUSIVE,
                         "the base statistic is 0, so a relative change is undefined", None)
     return _decide(request, estimate)
+
+
+RESCALE_BEYOND = 1e150  # values this large (or this small) are brought to about 1 first
+
+
+def _rescaled(request: _Request) -> _Request:
+    """The request with both sides multiplied by one power of two (exact) so the largest value
+    is about 1, where it is beyond ``RESCALE_BEYOND`` or below its inverse: every estimate is
+    relative, and a variance of values near the float limit would overflow."""
+    largest = max(abs(v) for runs in (request.base, request.head) for run in runs for v in run)
+    if largest == 0.0 or 1.0 / RESCALE_BEYOND <= largest <= RESCALE_BEYOND:
+        return request
+    factor = math.ldexp(1.0, -math.frexp(largest)[1])
+    return replace(request, base=[[v * factor for v in run] for run in request.base],
+                   head=[[v * factor for v in run] for run in request.head])
 
 
 def _as_runs(samples: Samples, side: str) -> list[list[float]]:
