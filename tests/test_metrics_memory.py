@@ -11,6 +11,7 @@ import pytest
 from tracker.inputs.configs import EngineArgs
 from tracker.load.summary import compute_workload_summary
 from tracker.metrics import (
+    GIB,
     REGISTRY,
     compute_gpu_memory,
     compute_quality_metrics,
@@ -25,7 +26,7 @@ from tracker.results import (
     WorkloadResult,
 )
 from tracker.sim.engine import EngineSnapshot
-from tracker.sim.kvcache import GIB, compute_kv_cache_spec
+from tracker.sim.kvcache import compute_kv_cache_spec
 from tracker.sim.prometheus import render_metrics
 from tracker.telemetry.server_metrics import compute_server_values, parse_prometheus_text
 

@@ -56,6 +56,8 @@ class Metric:
         return after > before if self.lower_is_better else after < before
 
 
+GIB = 1024**3  # bytes in a GiB: how memory is shown everywhere
+
 LATENCIES = {
     "ttft": "time to first token",
     "tpot": "time per output token after the first, per request",

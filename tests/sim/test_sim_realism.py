@@ -9,9 +9,10 @@ import pytest
 from tests.sim.conftest import ServerFactory
 from tests.sim.sim_support import chat_body, fetch_metrics, make_config, stream_request
 from tracker.inputs.configs import EngineArgs, SimulatorSettings
+from tracker.metrics import GIB
 from tracker.sim.batching import Scheduler, SimRequest
 from tracker.sim.engine import Engine, compute_step_s
-from tracker.sim.kvcache import GIB, KvCacheSpec, PrefixCache, compute_kv_cache_spec
+from tracker.sim.kvcache import KvCacheSpec, PrefixCache, compute_kv_cache_spec
 from tracker.sim.sampling import draw_run_factor, plan_output
 from tracker.sim.server import SimServer
 from tracker.sim.standalone import parse_serving_config, render_startup_lines

@@ -13,7 +13,7 @@ import streamlit as st
 from tracker.dashboard import data, ui
 from tracker.dashboard.trend_series import display_unit, metric_label
 from tracker.errors import NotFoundError
-from tracker.metrics import REGISTRY
+from tracker.metrics import GIB, REGISTRY
 from tracker.results import IMPORT_KEY, RunResult
 from tracker.store.queries import RunDetail
 
@@ -103,7 +103,7 @@ def gpu_frame(run: RunResult) -> pd.DataFrame:
     """Every NVML sample of every workload: workload, gpu, t_s, memory (GiB), utilisation."""
     rows = [
         (workload.name, sample.gpu_index, sample.t_s,
-         None if sample.memory_used_bytes is None else sample.memory_used_bytes / 2**30,
+         None if sample.memory_used_bytes is None else sample.memory_used_bytes / GIB,
          sample.gpu_util_pct, sample.power_w)
         for workload in run.workloads
         if workload.gpu is not None

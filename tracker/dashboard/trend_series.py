@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from tracker.inputs.config_diff import compute_config_diff
-from tracker.metrics import REGISTRY
+from tracker.metrics import GIB, REGISTRY
 from tracker.reports.diff_report import render_diff_lines
 from tracker.results import NATIVE_SOURCE
 
@@ -37,7 +37,6 @@ THROUGHPUT_LABELS = {
     "answer_drift": "answer drift",
 }
 UNIT_LABELS = {"usd_per_1m_tokens": "$/1M tokens"}
-GIB = 1024**3
 SECONDS_SHOWN = frozenset({"startup_s"})  # per-run durations of seconds to minutes: not in ms
 
 

@@ -14,6 +14,7 @@ from tracker.gate.gating import GateOutcome, GateResult, GateRow
 from tracker.gate.memory import MEMORY_METRIC
 from tracker.gate.probes import BisectResult
 from tracker.gate.quality_check import ACCURACY
+from tracker.metrics import GIB
 from tracker.redaction import escape_markdown
 from tracker.reports.bisect_report import render_bisect_json, render_bisect_markdown
 from tracker.reports.diff_report import render_diff_markdown
@@ -24,7 +25,6 @@ from tracker.reports.quality_report import (
 )
 
 JSON_SCHEMA = "tracker.gate.gating/1"
-GIB = 1024**3
 MIB = 1024**2
 SYMBOLS = {
     Outcome.REGRESSION: "❌ regression",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.metrics import SIM_MEMORY_GAUGE
+from tracker.metrics import GIB, SIM_MEMORY_GAUGE
 from tracker.results import (
     GpuDeviceSummary,
     GpuTelemetry,
@@ -14,7 +14,6 @@ from tracker.results import (
 )
 from tracker.telemetry.server_metrics import merge_summaries
 
-GIB = 1024**3
 NOT_RUN = "telemetry was not collected for this run"
 
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 from tracker.inputs.configs import ServingConfig, SimulatorSettings
 from tracker.inputs.tokenizer import split_tokens
+from tracker.metrics import GIB
 from tracker.sim.answers import AnswerModel
 from tracker.sim.batching import EngineCounters, Scheduler, SimRequest
 from tracker.sim.kvcache import (
     DEFAULT_MAX_MODEL_LEN,
-    GIB,
     KvCacheSpec,
     PrefixCache,
     compute_block_hashes,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from tracker.errors import MeasurementError
 from tracker.inputs.configs import EngineArgs, SimulatorSettings
+from tracker.metrics import GIB
 
-GIB = 1024**3
 GPU_MEMORY_BYTES = 80 * GIB  # one simulated 80 GiB accelerator (SimulatorSettings.gpu_memory_gib)
 MODEL_LAYERS = 32  # the attention shape of Llama-3-8B; the size comes from model_params_b
 MODEL_KV_HEADS = 8

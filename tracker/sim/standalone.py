@@ -23,7 +23,8 @@ from pydantic import ValidationError
 import tracker
 from tracker.errors import ExitCode, TrackerError
 from tracker.inputs.configs import EngineArgs, ServingConfig, SimulatorSettings
-from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, GIB, KvCacheSpec, compute_kv_cache_spec
+from tracker.metrics import GIB
+from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, KvCacheSpec, compute_kv_cache_spec
 from tracker.sim.server import serve_forever
 
 _ENGINE_FLAGS = [name for name in EngineArgs.model_fields if name != "extra_args"]

@@ -34,6 +34,7 @@ import aiohttp
 
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
+from tracker.metrics import GIB
 from tracker.redaction import is_secret_name, redact_one_line
 from tracker.targets.supervisor import is_group_alive as is_group_alive  # callers check LaunchRecord.pid
 from tracker.targets.supervisor import reap_leftover_servers, stop_group
@@ -44,7 +45,6 @@ HOST = "127.0.0.1"
 POLL_INTERVAL_S = 0.2
 TERM_GRACE_S = 15.0
 _RESERVED_FLAGS = ("host", "port")
-_GIB = 1024**3
 # What a serving engine needs from the tracker's environment; the rest stays with the tracker.
 _PASSED_NAMES = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
@@ -106,9 +106,9 @@ def parse_startup_log(text: str) -> StartupFacts:
     name = {"vLLM": "vllm"}.get(version["name"], version["name"]) if version else None
     return StartupFacts(
         engine_version=f"{name} {version['version']}" if version else None,
-        weights_memory_bytes=int(float(weights["gib"]) * _GIB) if weights else None,
+        weights_memory_bytes=int(float(weights["gib"]) * GIB) if weights else None,
         model_load_s=float(weights["s"]) if weights else None,
-        kv_cache_memory_bytes=int(float(kv_memory["gib"]) * _GIB) if kv_memory else None,
+        kv_cache_memory_bytes=int(float(kv_memory["gib"]) * GIB) if kv_memory else None,
         kv_cache_tokens=int(kv_tokens["tokens"].replace(",", "")) if kv_tokens else None,
         max_concurrency=float(concurrency["x"]) if concurrency else None,
     )
