@@ -60,6 +60,11 @@ def test_a_piece_shorter_than_six_characters_is_left() -> None:
     ("proxy http://bob:hunter2pass@127.0.0.1:3128 failed",
      f"proxy http://bob:{MARK}@127.0.0.1:3128 failed"),
     ("https://hooks.slack.com/services/T000/B000/XXXX", f"https://hooks.slack.com/services/{MARK}"),
+    # a tool's recorded command line: the value after a flag that names a credential
+    ("aiperf profile --api-key 'q8Zr2mXv7Lp4' --url x", f"aiperf profile --api-key '{MARK}' --url x"),
+    ("vllm serve m --api-key q8Zr2mXv7Lp4 --port 8000", f"vllm serve m --api-key {MARK} --port 8000"),
+    ("--hf-token=q8Zr2mXv7Lp4 --password \"q8Zr2mXv7Lp4\"",
+     f"--hf-token={MARK} --password \"{MARK}\""),
 ])
 def test_token_shapes_and_credentials_after_their_words_are_hidden(text: str, kept: str) -> None:
     assert redact_text(text) == kept
@@ -73,6 +78,8 @@ def test_token_shapes_and_credentials_after_their_words_are_hidden(text: str, ke
     "[0.0123, 0.0125, 1.5e-05]",
     "sha256 " + "ab12" * 16,
     "http://127.0.0.1:8501/?run=3",
+    "--tokenizer /models/tokenizer-v2 --max-tokens 12345678 --use-server-token-count",
+    "--key-file /etc/tls/server.key --api-key --verbose",
 ])
 def test_the_trackers_own_words_and_numbers_are_left_alone(text: str) -> None:
     assert redact_text(text) == text

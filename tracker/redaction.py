@@ -66,6 +66,14 @@ _AFTER_WORD = re.compile(
     r"(?P<value>[^\s\"',;&}\]]{8,})",
     re.IGNORECASE,
 )
+# A credential after a command-line flag that names one (``--api-key 'x'``, ``--token=x``,
+# ``--hf-token x``): the flag ends with the word, so ``--tokenizer`` and ``--max-tokens`` do not.
+_AFTER_FLAG = re.compile(
+    r"(?P<word>(?<![\w-])--?(?:[A-Za-z0-9]+[-_])*(?:api[-_]?key|key|token|access[-_]token|"
+    r"password|passwd|secret|authorization|credentials?)(?:\s+|=)[\"']?(?:Bearer\s+)?)"
+    r"(?P<value>(?!--)[^\s\"']{8,})",
+    re.IGNORECASE,
+)
 # A credential after its scheme word (``Bearer …``, ``Token …``, ``Basic …``), when the value
 # looks like one (a digit in it, or 20+ credential characters): "output token throughput" and
 # "Token generation failed" are words, not credentials.
@@ -220,7 +228,8 @@ def redact_text(text: str) -> str:
     lowered = text.lower()
     if any(trigger in lowered for trigger in _TRIGGERS):
         text = _TOKEN_SHAPES.sub(MARK, text)
-        for pattern in (_AFTER_WORD, _AFTER_SCHEME, _QUERY, _URL_PASSWORD, _SLACK_HOOK):
+        for pattern in (_AFTER_WORD, _AFTER_FLAG, _AFTER_SCHEME, _QUERY, _URL_PASSWORD,
+                        _SLACK_HOOK):
             text = pattern.sub(_keep_word, text)
     _KNOWN.refresh_environment(os.environ, every_s=ENV_REFRESH_S)
     return _KNOWN.hide(text)
@@ -237,6 +246,39 @@ def _keep_word(match: re.Match[str]) -> str:
         return match[0]
     tail = "@" if match[0].endswith("@") else ""
     return f"{match['word']}{MARK}{tail}"
+
+
+# A JSON key or header name whose value is a credential: the whole name, or its last segment
+# (``x-api-key``, ``hf_token``), so ``tokenizer_id``, ``eos_token`` and ``max_tokens`` are not.
+CREDENTIAL_KEY = re.compile(
+    r"^(?:token|secret|password|passwd|authorization|credentials?)$"
+    r"|(?:^|[-_])(?:api[-_]?key|apikey|(?:secret|private|access|client|auth)[-_]?key"
+    r"|(?:hf|auth|access|api|bearer|refresh|session|id)[-_]?token"
+    r"|password|passwd|client[-_]?secret|proxy[-_]?authorization|credentials?)$",
+    re.IGNORECASE,
+)
+
+
+def register_secrets_in(value: Any) -> None:
+    """Register (``register_secret``) every value that a JSON-like document holds under a
+    credential's name (``CREDENTIAL_KEY``: ``api_key``, ``Authorization``, ``hf_token``…), as
+    a mapping's item or as a ``[name, value]`` pair (a header list), so that every other copy
+    of it in the same document (a command line, a custom header, a URL) is hidden too."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            for key, inner in item.items():
+                if isinstance(key, str) and isinstance(inner, str) and CREDENTIAL_KEY.search(key):
+                    register_secret(inner)
+                else:
+                    pending.append(inner)
+        elif isinstance(item, list | tuple):
+            if (len(item) == 2 and all(isinstance(part, str) for part in item)
+                    and CREDENTIAL_KEY.search(item[0])):
+                register_secret(item[1])
+            else:
+                pending.extend(item)
 
 
 def redact_optional(text: str | None) -> str | None:

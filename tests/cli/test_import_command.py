@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -83,6 +84,27 @@ def test_aiperf_summary_and_records_are_stored(sqlite_url: str, tmp_path: Path) 
         engine.dispose()
     assert fetch_import_source(run.environment) == "aiperf 0.13.0"
     assert len(run.workloads[0].records) == 24 and run.status is RunStatus.COMPLETED
+
+
+def test_a_key_an_aiperf_file_recorded_is_stored_nowhere(
+        sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """AIPerf keeps its endpoint config and command line: a key given with ``--api-key`` or a
+    header is in the file, under its name and in copies (a custom header, the command)."""
+    key = uuid.uuid4().hex[:20]  # no token shape: only where it sits says it is a key
+    copy = tmp_path / "aiperf"
+    shutil.copytree(AIPERF.parent, copy)
+    body = json.loads((copy / AIPERF.name).read_text(encoding="utf-8"))
+    body["input_config"]["endpoint"].update(
+        api_key=key, headers=[["Authorization", f"Bearer {key}"], ["X-Team-Quota", f"{key}-q"]])
+    body["run_info"]["cli_command"] += f" --api-key '{key}' --header 'X-Team-Quota: {key}-q'"
+    (copy / AIPERF.name).write_text(json.dumps(body), encoding="utf-8")
+    assert main(["import", str(copy / AIPERF.name), "--config", "llama-8b",
+                 "--db", sqlite_url]) == 0
+    out = capsys.readouterr()
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("tracker.db*"))
+    assert b"[redacted]" in stored  # the command line and the endpoint were kept, hidden
+    for piece in (key, key[:8], key[-6:]):
+        assert piece.encode() not in stored and piece not in out.out + out.err
 
 
 @pytest.mark.parametrize(("text", "why"), [

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.errors import UsageError
+from tracker.redaction import register_secrets_in
 from tracker.results import IMPORT_KEY, LatencyStats, WorkloadResult
 
 FORMATS = ("vllm", "guidellm", "aiperf", "inference-perf", "llmd")
@@ -84,10 +85,12 @@ def parse_json(source: SourceFile, expected: str) -> Any:
     if not source.text.strip():
         raise source.fail(expected, "the file is empty")
     try:
-        return json.loads(source.text)
+        parsed = json.loads(source.text)
     except json.JSONDecodeError as exc:
         raise source.fail(expected, f"invalid JSON at line {exc.lineno} column {exc.colno} "
                                     f"({exc.msg}); the file may be truncated") from None
+    register_secrets_in(parsed)  # a key the tool recorded is hidden wherever else it appears
+    return parsed
 
 
 def require_object(source: SourceFile, value: Any, expected: str, key: str) -> Mapping[str, Any]:
