@@ -111,6 +111,8 @@ def test_a_key_an_aiperf_file_recorded_is_stored_nowhere(
     ("", "the file is empty"),
     ('{"date": "20261130-221504", "mean_ttft_ms": 4', "may be truncated"),
     ('{"results": [1, 2, 3]}', "no 'mean_ttft_ms' (vllm)"),
+    ("[" * 100_000 + "]" * 100_000, "nests deeper than any result file"),  # was an internal error
+    ('{"benchmarks": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests deeper"),
 ])
 def test_a_bad_file_exits_2_with_one_line_and_stores_nothing(
         sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,

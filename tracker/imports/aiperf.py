@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.imports.source import (
+    TOO_DEEP,
     ImportedRun,
     SourceFile,
     latency_stats,
@@ -130,7 +131,7 @@ def _time(source: SourceFile, body: Mapping[str, Any], key: str) -> datetime:
 def _first_line_is_record(source: SourceFile) -> bool:
     try:
         first = json.loads(source.text.lstrip().splitlines()[0])
-    except (json.JSONDecodeError, IndexError):
+    except (json.JSONDecodeError, IndexError, RecursionError):
         return False
     return isinstance(first, Mapping) and "metrics" in first and "metadata" in first
 
@@ -153,6 +154,8 @@ def _row(records: SourceFile, line_number: int, line: str) -> Mapping[str, Any]:
     except json.JSONDecodeError as exc:
         raise records.fail(expected, f"line {line_number}: invalid JSON ({exc.msg}); the file "
                                      "may be truncated") from None
+    except RecursionError:
+        raise records.fail(expected, f"line {line_number}: {TOO_DEEP}") from None
     start = row.get("metadata", {}).get("request_start_ns") if isinstance(row, Mapping) else None
     if not isinstance(start, int) or not isinstance(row.get("metrics"), Mapping):
         raise records.fail(expected, f"line {line_number}: no 'metadata.request_start_ns' or "

@@ -72,6 +72,8 @@ def _is_jsonl(source: SourceFile) -> bool:
         json.loads(source.text)
     except json.JSONDecodeError:
         return True
+    except RecursionError:
+        return False  # one document, too deep: parse_json says so
     return False
 
 

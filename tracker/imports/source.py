@@ -80,6 +80,9 @@ def read_source(path: str | Path) -> SourceFile:
     return SourceFile(str(path), hashlib.sha256(data).hexdigest(), text)
 
 
+TOO_DEEP = "its JSON nests deeper than any result file does (thousands of levels)"
+
+
 def parse_json(source: SourceFile, expected: str) -> Any:
     """The file's one JSON document; empty or cut short is an error naming what was expected."""
     if not source.text.strip():
@@ -89,6 +92,8 @@ def parse_json(source: SourceFile, expected: str) -> Any:
     except json.JSONDecodeError as exc:
         raise source.fail(expected, f"invalid JSON at line {exc.lineno} column {exc.colno} "
                                     f"({exc.msg}); the file may be truncated") from None
+    except RecursionError:
+        raise source.fail(expected, TOO_DEEP) from None
     register_secrets_in(parsed)  # a key the tool recorded is hidden wherever else it appears
     return parsed
 
