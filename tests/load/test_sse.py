@@ -128,6 +128,7 @@ def test_chunks_of_one_read_share_its_stamp_and_later_reads_get_theirs() -> None
     (event({"id": "c", "object": "x"}), "no_choices"),
     (b"data: {broken json}\n\n", "malformed_sse"),
     (b"garbage line\n\n", "malformed_sse"),
+    (b"data: " + b"[" * 5000 + b"\n\n", "malformed_sse"),  # past any depth: not a crash
 ])
 def test_a_bad_event_after_good_ones_is_caught_in_the_same_read(tail: bytes,
                                                                  error_class: str) -> None:

@@ -80,7 +80,9 @@ SCHEMA = {"type": "object", "required": ["name", "n"], "additionalProperties": F
     ('{"name": "oxygen", "n": 8, "extra": 1}', 0.0),
     ('{"name": "nitrogen", "n": 7}', 0.0),
     ('{"name": "oxygen", "n": 0}', 0.0),
-    ("name: oxygen", 0.0)])
+    ("name: oxygen", 0.0),
+    ("[" * 5000, 0.0),  # a degenerate model repeating "[" to max_tokens: too deep, not a crash
+    ('{"n": ' * 3000 + "1" + "}" * 3000, 0.0)])
 def test_json_parses_and_matches_the_schema(output: str, score: float) -> None:
     assert score_output(item("json", SCHEMA), output) == score
 

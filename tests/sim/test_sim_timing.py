@@ -69,7 +69,8 @@ async def test_requests_beyond_max_num_seqs_wait_for_a_free_slot(
     second_pair_start_s = min(r.content_times_s[0] for r in results[2:])
     assert second_pair_start_s > first_pair_end_s
     assert min(r.ttft_s for r in results[2:]) > 0.045  # waited ~10 steps of 5 ms
-    assert max(r.ttft_s for r in results[:2]) < 0.03
+    # ... beyond the first pair's own wait (which a loaded machine stretches for both pairs)
+    assert min(r.ttft_s for r in results[2:]) - max(r.ttft_s for r in results[:2]) > 0.03
 
 
 @pytest.mark.parametrize("caching", [True, False])

@@ -126,7 +126,7 @@ def check_response(response: Response) -> None:
         text = response.body.decode("utf-8", "replace")
         try:
             message = error_message(json.loads(text))
-        except ValueError:
+        except (ValueError, RecursionError):
             message = text[:ERROR_TEXT_LIMIT]
         retry_after = response.headers.get("retry-after")
         if retry_after is not None:

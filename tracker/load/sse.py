@@ -153,7 +153,7 @@ class StreamScanner:
             return
         try:
             event = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a chunk of [[[[… past any depth
             raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
         if not isinstance(event, dict):
             raise StreamError("malformed_sse", f"not a JSON object: {payload[:80]!r}")
@@ -234,7 +234,7 @@ class AnthropicScanner(StreamScanner):
     def _event(self, payload: bytes, now: float) -> None:
         try:
             event = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a chunk of [[[[… past any depth
             raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise StreamError("malformed_sse", f"not a typed Messages event: {payload[:80]!r}")

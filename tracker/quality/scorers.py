@@ -96,7 +96,7 @@ def _score_json(item: QualityItem, output: str) -> bool:
         text = fenced.group(1)
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a degenerate answer: "[[[[…" to max_tokens
         return False
     assert isinstance(item.expected, dict)  # the item was checked at load
     return find_violation(value, item.expected) is None

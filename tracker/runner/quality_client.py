@@ -76,7 +76,7 @@ async def _call(session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[s
         text = await response.text(errors="replace")
         try:
             payload = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             payload = None
         if response.status != 200:
             said = error_message(payload) if payload is not None else text[:ERROR_TEXT_LIMIT]

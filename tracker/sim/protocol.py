@@ -55,6 +55,8 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, "The request body nests too deeply to parse") from None
     if not isinstance(body, dict):
         raise ApiError(400, f"The request body must be a JSON object (got {type(body).__name__})")
     return body

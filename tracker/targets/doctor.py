@@ -209,7 +209,7 @@ async def _request(session: aiohttp.ClientSession, method: str, url: str,
         text = await response.text(errors="replace")
         try:
             body: Any = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = text
         return _Reply(response.status, body, dict(response.headers), time.monotonic() - started_s)
 

@@ -202,7 +202,7 @@ def _start(command: list[str], env: dict[str, str], log_path: Path) -> ServerPro
         line = supervisor.stdout.readline()
     try:
         said = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         said = {}
     if isinstance(said, dict) and isinstance(said.get("pid"), int):
         return ServerProcess(supervisor, said["pid"], Path(command[0]).name, pid_path)

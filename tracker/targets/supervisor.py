@@ -136,7 +136,7 @@ def read_pid_file(path: Path) -> PidRecord | None:
     """The record in ``path``; None when it is unreadable or not one of ours."""
     try:
         return PidRecord(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):
         return None
 
 
