@@ -11,7 +11,14 @@ from sqlalchemy.orm import Session
 from tracker.inputs.configs import EngineArgs, ServingConfig, Target, build_loaded_config
 from tracker.inputs.suites import FixedPrompt, Suite, Workload, build_loaded_suite
 from tracker.load.summary import compute_workload_summary
-from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
+from tracker.results import (
+    ORIGIN_KEY,
+    RequestRecord,
+    RunOrigin,
+    RunStatus,
+    TokenSource,
+    WorkloadResult,
+)
 from tracker.store import queries
 from tracker.store.regressions import RegressionStatus, SeriesKey, save_regression
 from tracker.store.runs import (
@@ -33,7 +40,8 @@ def _workload(name: str, ttft_s: float, started_at: datetime) -> WorkloadResult:
 
 
 def _store_run(engine: Engine, *, config: str, max_num_seqs: int, suite: str, night: int,
-               ttft_s: float, status: RunStatus = RunStatus.COMPLETED) -> int:
+               ttft_s: float, status: RunStatus = RunStatus.COMPLETED,
+               origin: RunOrigin | None = None) -> int:
     loaded_config = build_loaded_config(ServingConfig(
         name=config, target=Target(kind="sim", model="m"),
         engine=EngineArgs(max_num_seqs=max_num_seqs)), "-")
@@ -44,7 +52,9 @@ def _store_run(engine: Engine, *, config: str, max_num_seqs: int, suite: str, ni
     with Session(engine) as session, session.begin():
         run_id = begin_run(session, config_version_id=save_config_version(session, loaded_config),
                            suite_id=save_suite(session, loaded_suite), started_at=started,
-                           host="h", tracker_version="t", simulated=False, environment={"h": 1})
+                           host="h", tracker_version="t", simulated=False,
+                           environment={"h": 1} if origin is None else
+                           {"h": 1, ORIGIN_KEY: {"kind": origin.value}})
         if status is not RunStatus.FAILED:
             save_workload(session, run_id, 0, _workload("a", ttft_s, started))
             save_workload(session, run_id, 1, _workload("b", 2 * ttft_s, started))
@@ -78,6 +88,18 @@ def test_overview_keeps_the_latest_run_of_each_config_across_versions(
     assert rows["cfg-a"]["status_reason"] == "broke"
     assert (rows["cfg-b"]["run_id"], rows["cfg-b"]["runs"]) == (history["b0"], 1)
     assert rows["cfg-b"]["started_at"] == T0 + timedelta(days=1)
+
+
+def test_overview_leaves_out_a_gates_runs_of_a_head_with_the_configs_name(
+        store: Engine, history: dict[str, int]) -> None:
+    _store_run(store, config="cfg-a", max_num_seqs=2, suite="chat", night=5, ttft_s=0.9,
+               origin=RunOrigin.GATE)
+    _store_run(store, config="cfg-c", max_num_seqs=2, suite="chat", night=5, ttft_s=0.9,
+               origin=RunOrigin.BISECT)
+    with Session(store) as session:
+        rows = {row["config"]: row for row in queries.fetch_overview(session).to_dict("records")}
+    assert set(rows) == {"cfg-a", "cfg-b"}  # a probe's config alone is no row
+    assert (rows["cfg-a"]["run_id"], rows["cfg-a"]["runs"]) == (history["a3"], 4)
 
 
 def test_overview_of_an_empty_store_is_an_empty_frame(store: Engine) -> None:

@@ -22,7 +22,7 @@ from tracker.metrics import (
     compute_workload_metrics,
     quality_series_name,
 )
-from tracker.results import NATIVE_SOURCE, RunResult
+from tracker.results import NATIVE_SOURCE, ORIGIN_KEY, RunResult
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
 from tracker.store.models import WorkloadResultModel as Workloads
 from tracker.store.quality_series import (
@@ -129,8 +129,12 @@ def _runs_joined(*columns: Any) -> Select[Any]:
 # --- overview ------------------------------------------------------------------------------
 
 
+_OF_HISTORY = RunModel.environment[ORIGIN_KEY]["kind"].as_string().is_(None)  # no gate's
+
+
 def fetch_overview(session: Session) -> pd.DataFrame:
-    """The latest run of every (config name, suite name), with how many runs the pair has.
+    """The latest run of every (config name, suite name), with how many runs the pair has:
+    runs of the history, not a gate's or a bisection's (a PR head shares its config's name).
 
     Grouping by (config version, suite) runs on the covering index ix_runs_config_suite_started;
     versions are folded into their config name here, then only the latest runs are read.
@@ -142,6 +146,7 @@ def fetch_overview(session: Session) -> pd.DataFrame:
     groups = session.execute(
         select(RunModel.config_version_id, RunModel.suite_id, func.max(RunModel.started_at),
                func.count())
+        .where(_OF_HISTORY)
         .group_by(RunModel.config_version_id, RunModel.suite_id))
     for config_id, suite_id, started_at, count in groups:
         pair = (names[config_id], suites[suite_id])
@@ -157,7 +162,7 @@ def fetch_overview(session: Session) -> pd.DataFrame:
                      RunModel.status_reason, RunModel.simulated, RunModel.started_at,
                      ConfigVersionModel.version)
         .where(tuple_(RunModel.config_version_id, RunModel.suite_id, RunModel.started_at)
-               .in_(keys))
+               .in_(keys), _OF_HISTORY)
         .order_by(RunModel.id)
     ).all()
     newest = {(row[0], row[1]): row for row in rows}  # on a tie of start times, the higher id
