@@ -60,6 +60,12 @@ def test_a_gates_runs_stay_out_of_the_history_and_the_next_gates_noise(
     assert sorted(source for run_id, source in sources.items() if run_id not in gate_runs) == \
         ["native"] * 3
 
+    # `tracker runs` marks them
+    assert main(["runs", "--db", db_url, "--limit", "50"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "gate-sim@" in line]
+    marked = {int(line.split()[0]) for line in lines if "[gate]" in line}
+    assert marked == gate_runs and len(lines) == len(gate_runs) + 3
+
     # the next gate's noise comes from the three nights, not from the first gate's base rounds
     second = _gate(files, db_url, capsys)
     assert second["rounds"]["noise_runs"] == 3

@@ -43,6 +43,7 @@ def cmd_run(config_path: str, suite_path: str, db: str | None, json_out: str | N
 
 def cmd_runs(db: str | None, limit: int) -> int:
     from tracker.reports.run_report import render_table
+    from tracker.results import NATIVE_SOURCE
     from tracker.store.runs import fetch_runs
 
     with reading(db) as session:
@@ -50,7 +51,8 @@ def cmd_runs(db: str | None, limit: int) -> int:
     if not listings:
         print("no runs yet; start with `tracker demo` or `tracker run --config ... --suite ...`")
         return ExitCode.OK
-    rows = [[str(r.run_id), r.status.value + (" [sim]" if r.simulated else ""),
+    rows = [[str(r.run_id), r.status.value + (" [sim]" if r.simulated else "")
+             + ("" if r.source == NATIVE_SOURCE else f" [{r.source}]"),
              f"{r.config_name}@{r.config_version[:12]}", r.suite_name,
              r.started_at.strftime("%Y-%m-%d %H:%M:%S %Z"), str(r.workloads),
              str(r.completed), str(r.failed)] for r in listings]

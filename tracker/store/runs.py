@@ -23,6 +23,7 @@ from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite
 from tracker.metrics import compute_run_metrics, compute_workload_metrics
 from tracker.results import (
+    NATIVE_SOURCE,
     LatencyStats,
     RequestRecord,
     RunResult,
@@ -43,6 +44,7 @@ from tracker.store.models import (
     WorkloadResultModel,
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
+from tracker.store.quality_series import run_source_column
 from tracker.store.values import ConfigVersionRow, RunListing
 from tracker.store.workload_facts import (
     complete_summary,
@@ -404,7 +406,8 @@ def fetch_runs(session: Session, limit: int = 20) -> list[RunListing]:
     rows = session.execute(
         select(RunModel.id, RunModel.status, RunModel.simulated, ConfigVersionModel.name,
                ConfigVersionModel.version, SuiteModel.name, RunModel.started_at,
-               RunModel.ended_at, totals.c.workloads, totals.c.completed, totals.c.failed)
+               RunModel.ended_at, totals.c.workloads, totals.c.completed, totals.c.failed,
+               run_source_column())
         .join(ConfigVersionModel, RunModel.config_version_id == ConfigVersionModel.id)
         .join(SuiteModel, RunModel.suite_id == SuiteModel.id)
         .outerjoin(totals, totals.c.run_id == RunModel.id)
@@ -416,7 +419,7 @@ def fetch_runs(session: Session, limit: int = 20) -> list[RunListing]:
 
 def _listing(row: Sequence[Any]) -> RunListing:
     (run_id, status, simulated, config_name, config_version, suite_name, started_at, ended_at,
-     workloads, completed, failed) = row
+     workloads, completed, failed, source) = row
     return RunListing(
         run_id=run_id,
         status=RunStatus(status),
@@ -429,4 +432,5 @@ def _listing(row: Sequence[Any]) -> RunListing:
         workloads=int(workloads or 0),
         completed=int(completed or 0),
         failed=int(failed or 0),
+        source=NATIVE_SOURCE if source is None else str(source),
     )

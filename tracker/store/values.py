@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tracker.results import RunStatus
+from tracker.results import NATIVE_SOURCE, RunStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,7 @@ class RunListing:
     workloads: int
     completed: int
     failed: int
+    source: str = NATIVE_SOURCE  # or the tool it was imported from, or gate / bisect
 
     @property
     def config_short_version(self) -> str:
