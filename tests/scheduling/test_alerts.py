@@ -160,3 +160,14 @@ def test_an_open_regression_stored_by_the_analysis_for_the_run_is_alerted(
     assert len(receiver.bodies) == 1  # the improvement is not alerted
     text = receiver.bodies[0]["text"]
     assert "ttft_p99_s" in text and "+30.0%" in text and "256 -> 128" in text
+
+
+def test_a_config_value_reaches_slack_as_text_not_as_a_mention_or_a_hidden_link() -> None:
+    alert = RegressionAlert(
+        run_id=7, config="prod@abc123", suite="chat", metric="ttft_p99_s", rel_change=0.2,
+        config_diff=("engine.extra_args.note: 'a' -> '<!channel> & <https://evil.example|docs>'",),
+        dashboard_url="http://127.0.0.1:8501/?run=7")
+    text = render_slack_payload(alert)["blocks"][0]["text"]["text"]
+    assert "<!channel>" not in text and "<https://evil" not in text
+    assert "&lt;!channel> &amp; &lt;https://evil.example|docs>" in text
+    assert text.endswith("<http://127.0.0.1:8501/?run=7|open in the dashboard>")  # ours: a link

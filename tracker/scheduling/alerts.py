@@ -107,15 +107,25 @@ def _percent(value: float) -> str:
     return f"{value * 100:+.1f}%"
 
 
+def escape_mrkdwn(text: str) -> str:
+    """Text from a config or a result as Slack shows it literally: every control sequence
+    opens with ``<`` (``<!channel>`` pings everyone, ``<url|words>`` hides a link), so ``<`` and
+    ``&`` are escaped and a config value such as an engine extra arg ``<!channel>`` reaches the
+    channel as text; ``>`` is left (alone it controls nothing: ``256 -> 128`` stays readable)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
 def render_alert_text(alert: RegressionAlert) -> str:
-    where = f"{alert.config} x {alert.suite}" + (f" / {alert.workload}" if alert.workload else "")
+    where = escape_mrkdwn(f"{alert.config} x {alert.suite}"
+                          + (f" / {alert.workload}" if alert.workload else ""))
     change = "change size not reported" if alert.rel_change is None else _percent(alert.rel_change)
     if alert.interval is not None:
         change += f" (95% CI {_percent(alert.interval[0])} to {_percent(alert.interval[1])})"
     values = ""
     if alert.before is not None and alert.after is not None:
         values = f": {alert.before:.4g} → {alert.after:.4g} {alert.unit}".rstrip()
-    diff = "; ".join(alert.config_diff) if alert.config_diff else "no config change"
+    diff = escape_mrkdwn("; ".join(alert.config_diff)) if alert.config_diff else \
+        "no config change"
     link = f"\n<{alert.dashboard_url}|open in the dashboard>" if alert.dashboard_url else ""
     return (f":rotating_light: Regression in *{alert.metric}* on {where}: {change}{values}\n"
             f"run {alert.run_id}; config diff: {diff}{link}")
@@ -211,11 +221,11 @@ class BisectionAlert:
 
 
 def render_bisection_text(alert: BisectionAlert) -> str:
-    where = (f"{alert.config} {alert.base_version[:12]} → {alert.head_version[:12]} x "
-             f"{alert.suite}")
-    row = f" on {alert.row}" if alert.row else ""
+    where = escape_mrkdwn(f"{alert.config} {alert.base_version[:12]} → "
+                          f"{alert.head_version[:12]} x {alert.suite}")
+    row = f" on {escape_mrkdwn(alert.row)}" if alert.row else ""
     stored = f"bisection {alert.bisection_id}" if alert.bisection_id is not None else "not stored"
-    return (f":mag: Bisection of {where}{row}: {redact_one_line(alert.summary)}\n"
+    return (f":mag: Bisection of {where}{row}: {escape_mrkdwn(redact_one_line(alert.summary))}\n"
             f"{stored}; after run {alert.run_id}")
 
 
