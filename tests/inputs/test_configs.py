@@ -307,3 +307,14 @@ def test_bad_cost_blocks_say_where_what_and_the_fix(
     message = str(info.value)
     for fragment in expected:
         assert fragment in message, message
+
+
+def test_a_name_longer_than_the_stores_column_is_refused_at_the_boundary(tmp_path: Path) -> None:
+    """Postgres refused a 250-character name in the middle of the run's first write, with the
+    SQL as the message; the store's name columns hold 200 characters."""
+    assert load_config(write(tmp_path, BASE.replace("name: prod", "name: " + "a" * 200))) \
+        .config.name == "a" * 200
+    with pytest.raises(ConfigError) as refused:
+        load_config(write(tmp_path, BASE.replace("name: prod", "name: " + "a" * 201)))
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / 'c.yaml'}:1: name:") and "at most 200" in message

@@ -32,6 +32,7 @@ from tracker.inputs.yamlfile import Loc, format_loc, read_yaml_mapping, validate
 from tracker.redaction import contains_token, is_secret_name
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+NAME_MAX_CHARS = 200  # the store's name columns (String(200))
 ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ExtraValue = str | int | float | bool | list[str | int | float] | None
 
@@ -268,7 +269,7 @@ def _pairs(values: Mapping[str, object]) -> str:
 
 
 class ServingConfig(_Strict):
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     description: str = ""
     target: Target
     engine: EngineArgs = Field(default_factory=EngineArgs)

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from tracker.errors import ConfigError
-from tracker.inputs.configs import NAME_PATTERN
+from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN
 from tracker.inputs.conversations import build_conversation_traffic
 from tracker.inputs.datafiles import DataFile
 from tracker.inputs.datasets import build_dataset_traffic
@@ -111,7 +111,7 @@ class Workload(_Strict):
     shape counts sessions: concurrency is the sessions in flight, request_rate the sessions
     started per second, and num_requests the sessions measured."""
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     prompts: PromptSource
     endpoint_type: Literal["chat", "completions", "messages"] = "chat"  # messages: Anthropic API
     max_tokens: PositiveInt
@@ -183,7 +183,7 @@ class TelemetryBlock(_Strict):
 
 
 class Suite(_Strict):
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     description: str = ""
     seed: int = 0
     workloads: list[Workload] = Field(min_length=1)

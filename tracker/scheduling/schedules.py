@@ -41,7 +41,7 @@ from pydantic import (
 
 from tracker.errors import ConfigError
 from tracker.gate.probes import DEFAULT_MAX_PROBES
-from tracker.inputs.configs import NAME_PATTERN, load_config
+from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN, load_config
 from tracker.inputs.suites import load_suite
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model, where
 from tracker.store.schedule_rows import ScheduleBisect, ScheduleRow
@@ -88,7 +88,7 @@ class BisectSpec(BaseModel):
 class ScheduleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
     cron: str
     timezone: str = "UTC"
     configs: list[str] = Field(min_length=1)
