@@ -196,3 +196,16 @@ def test_workers_are_how_the_load_is_sent_not_the_suites_version(tmp_path: Path)
         assert loaded.version == plain.version and str(loaded.suite.workers) == value
         again = Suite.model_validate(loaded.canonical)  # what a queued run is rebuilt from
         assert str(again.workers) == value
+
+
+def test_a_workload_name_leaves_room_for_what_a_run_appends(tmp_path: Path) -> None:
+    def suite(name: str) -> Path:
+        path = tmp_path / "s.yaml"
+        path.write_text(f"name: s\nworkloads:\n  - name: {name}\n    prompts: {{source: synthetic, "
+                        "input_tokens: 8}\n    max_tokens: 4\n    concurrency: 1\n"
+                        "    num_requests: 2\n", encoding="utf-8")
+        return path
+
+    assert load_suite(suite("w" * 160)).suite.workloads[0].name == "w" * 160
+    with pytest.raises(ConfigError, match="at most 160 characters"):
+        load_suite(suite("w" * 161))  # "/turns-2+" or "@c64" after it must fit in 200

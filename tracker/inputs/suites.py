@@ -49,6 +49,8 @@ from tracker.inputs.yamlfile import read_yaml_mapping, validate_model
 from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import QualitySet
 
+WORKLOAD_NAME_MAX_CHARS = 160  # of the store's 200: room for a run's suffixes
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -111,7 +113,8 @@ class Workload(_Strict):
     shape counts sessions: concurrency is the sessions in flight, request_rate the sessions
     started per second, and num_requests the sessions measured."""
 
-    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_MAX_CHARS)
+    # room in the store's 200-character column for what a run appends ("/turns-2+", "@c64")
+    name: str = Field(pattern=NAME_PATTERN, max_length=WORKLOAD_NAME_MAX_CHARS)
     prompts: PromptSource
     endpoint_type: Literal["chat", "completions", "messages"] = "chat"  # messages: Anthropic API
     max_tokens: PositiveInt
