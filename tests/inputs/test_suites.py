@@ -209,3 +209,21 @@ def test_a_workload_name_leaves_room_for_what_a_run_appends(tmp_path: Path) -> N
     assert load_suite(suite("w" * 160)).suite.workloads[0].name == "w" * 160
     with pytest.raises(ConfigError, match="at most 160 characters"):
         load_suite(suite("w" * 161))  # "/turns-2+" or "@c64" after it must fit in 200
+
+
+@pytest.mark.parametrize(("line", "value", "limit"), [
+    ("input_tokens: 8", "input_tokens: 80000000000", "2000000"),
+    ("max_tokens: 4", "max_tokens: 40000000", "2000000"),
+    ("num_requests: 2", "num_requests: 2000000000000", "10000000"),
+    ("concurrency: 1", "concurrency: 10000000", "100000"),
+])
+def test_a_typo_of_zeros_is_refused_with_the_limit_not_built_until_memory_runs_out(
+        tmp_path: Path, line: str, value: str, limit: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(("name: s\nworkloads:\n  - name: w\n    prompts: {source: synthetic, "
+                     "input_tokens: 8}\n    max_tokens: 4\n    concurrency: 1\n"
+                     "    num_requests: 2\n").replace(line, value), encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_suite(path)
+    assert f"less than or equal to {limit}" in str(refused.value)
+    assert value.split(": ")[1] in str(refused.value)  # the bad value, as given

@@ -153,6 +153,8 @@ BAD_ROWS = [
      ":2: timestamp: must be a number of milliseconds >= 0 (got 'soon')"),
     ([{"timestamp": 0, "input_length": 0, "output_length": 1}],
      ":1: input_length: must be a positive integer (got '0')"),
+    ([{"timestamp": 0, "input_length": 4, "output_length": 10**12}],  # not a prompt to build
+     ":1: output_length: must be at most 2,000,000 tokens (got '1000000000000')"),
     ([{"timestamp": 0, "input_length": 4}], ":1: output_length: must be a positive integer (got "
                                             "null or nothing)"),
     ([{"timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1, "x"]}],
@@ -186,6 +188,8 @@ def test_a_bad_mooncake_row_names_the_file_the_line_and_the_field(
      "'yesterday')"),
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,many,2\n",
      ":2: ContextTokens: must be a positive integer (got 'many')"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,99999999999,2\n",
+     ":2: ContextTokens: must be at most 2,000,000 tokens (got '99999999999')"),
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,4\n",
      ":2: 2 columns, the header has 3"),
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:01,4,2\n2023-11-16 18:00:00,4,2\n",

@@ -22,13 +22,18 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeFloat,
-    NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     model_validator,
 )
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+# More than any model's context or any suite's requests: a value past these is a typo of zeros,
+# refused with the limit instead of a prompt built until memory runs out.
+MAX_REQUEST_TOKENS = 2_000_000
+MAX_REQUESTS = 10_000_000
+MAX_CONCURRENCY = 100_000
+RequestTokens = Annotated[int, Field(gt=0, le=MAX_REQUEST_TOKENS)]
 
 
 class _Strict(BaseModel):
@@ -39,8 +44,8 @@ class SyntheticPrompts(_Strict):
     """Seeded prompts of ``input_tokens`` words each, unique per request."""
 
     source: Literal["synthetic"]
-    input_tokens: PositiveInt
-    system_prompt_tokens: NonNegativeInt = 0  # a fixed system prompt shared by every request
+    input_tokens: RequestTokens
+    system_prompt_tokens: Annotated[int, Field(ge=0, le=MAX_REQUEST_TOKENS)] = 0  # shared by all
 
 
 class FixedPrompt(_Strict):

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -34,12 +34,15 @@ from tracker.inputs.datafiles import DataFile
 from tracker.inputs.datasets import build_dataset_traffic
 from tracker.inputs.prompts import derive_seed, generate_words
 from tracker.inputs.sources import (
+    MAX_CONCURRENCY,
+    MAX_REQUESTS,
     ConversationPrompts,
     DatasetPrompts,
     FileSource,
     FixedPrompt,
     OutputLengths,
     PromptSource,
+    RequestTokens,
     SyntheticPrompts,
     TracePrompts,
 )
@@ -50,6 +53,7 @@ from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import QualitySet
 
 WORKLOAD_NAME_MAX_CHARS = 160  # of the store's 200: room for a run's suffixes
+Concurrency = Annotated[int, Field(gt=0, le=MAX_CONCURRENCY)]
 
 
 class _Strict(BaseModel):
@@ -78,10 +82,10 @@ class Slos(_Strict):
 class Stage(_Strict):
     """One step of a staged workload: closed loop at ``concurrency`` or open loop at a rate."""
 
-    concurrency: PositiveInt | None = None
+    concurrency: Concurrency | None = None
     request_rate: PositiveFloat | None = None  # requests per second, planned (open loop)
     burstiness: PositiveFloat = 1.0  # gamma shape of the gaps; 1 = Poisson
-    max_concurrency: PositiveInt | None = None  # open loop: the most requests in flight
+    max_concurrency: Concurrency | None = None  # open loop: the most requests in flight
 
     @model_validator(mode="after")
     def _one_shape(self) -> Stage:
@@ -104,7 +108,7 @@ class Sweep(_Strict):
     max_probes: PositiveInt = 12
     min_attainment: float = Field(default=0.95, gt=0.0, le=1.0)  # share meeting every SLO
     burstiness: PositiveFloat = 1.0
-    max_concurrency: PositiveInt | None = None
+    max_concurrency: Concurrency | None = None
 
 
 class Workload(_Strict):
@@ -117,18 +121,18 @@ class Workload(_Strict):
     name: str = Field(pattern=NAME_PATTERN, max_length=WORKLOAD_NAME_MAX_CHARS)
     prompts: PromptSource
     endpoint_type: Literal["chat", "completions", "messages"] = "chat"  # messages: Anthropic API
-    max_tokens: PositiveInt
+    max_tokens: RequestTokens
     ignore_eos: bool = False  # sent only to targets that support it (vLLM, the simulator)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    concurrency: PositiveInt | None = None  # closed loop
+    concurrency: Concurrency | None = None  # closed loop
     request_rate: PositiveFloat | None = None  # open loop, requests per second
     burstiness: PositiveFloat = 1.0
-    max_concurrency: PositiveInt | None = None
+    max_concurrency: Concurrency | None = None
     stages: list[Stage] | None = Field(default=None, min_length=1)  # run in order
     sweep: Sweep | None = None
     slos: Slos | None = None  # goodput for any shape; required by sweep
-    num_requests: PositiveInt  # per stage and per sweep probe
-    warmup_requests: NonNegativeInt = 0  # run first at the first shape; not measured
+    num_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)]  # per stage and sweep probe
+    warmup_requests: Annotated[int, Field(ge=0, le=MAX_REQUESTS)] = 0  # first; not measured
     request_timeout_s: PositiveFloat = 600.0
 
     @model_validator(mode="after")
@@ -170,8 +174,8 @@ class QualityBlock(_Strict):
     for a cheap nightly; ``tracker gate`` asks the whole set unless ``--quality-sample``."""
 
     path: str = Field(min_length=1)  # a JSONL file, relative to the suite file
-    max_tokens: PositiveInt = 32
-    concurrency: PositiveInt = 8
+    max_tokens: RequestTokens = 32
+    concurrency: Concurrency = 8
     request_timeout_s: PositiveFloat = 60.0
     when: Literal["every_run", "once_per_night"] = "once_per_night"
     sample: PositiveInt | None = None

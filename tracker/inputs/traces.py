@@ -30,7 +30,7 @@ from tracker.errors import ConfigError
 from tracker.inputs.datafiles import DataFile, bad_field, parse_json_line
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.seeded import OutputDraws
-from tracker.inputs.sources import TracePrompts
+from tracker.inputs.sources import MAX_REQUEST_TOKENS, TracePrompts
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -50,6 +50,9 @@ def _count(value: Any, where: str, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise bad_field(where, field, "must be a positive integer", value,
                         "fix the row (a request has at least one token)")
+    if value > MAX_REQUEST_TOKENS:
+        raise bad_field(where, field, f"must be at most {MAX_REQUEST_TOKENS:,} tokens", value,
+                        "fix the row (no model reads or writes that many)")
     return value
 
 
