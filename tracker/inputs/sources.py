@@ -65,8 +65,8 @@ class OutputLengths(_Strict):
     distribution: ``output_tokens: fixed``."""
 
     distribution: Literal["recorded", "fixed", "uniform", "lognormal"] = "recorded"
-    min_tokens: PositiveInt = 1
-    max_tokens: PositiveInt | None = None
+    min_tokens: RequestTokens = 1
+    max_tokens: RequestTokens | None = None
     median_tokens: PositiveFloat | None = None
     sigma: PositiveFloat | None = None
 
