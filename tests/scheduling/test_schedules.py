@@ -58,6 +58,12 @@ schedules:
     ("  - name: a\n    cron: '0 2 * * *'\n    configs: [fast.yaml]\n    suites: [tiny.yaml]\n"
      "  - name: a\n    cron: '0 3 * * *'\n    configs: [fast.yaml]\n    suites: [tiny.yaml]\n",
      r"schedule name 'a' is used twice"),
+    ("  - name: a\n    cron: '0 2 31 2 *'\n    configs: [fast.yaml]\n    suites: [tiny.yaml]\n",
+     r"cron expression '0 2 31 2 \*' never fires"),  # was saved with no next run
+    ("  - name: a\n    cron: '0 2 * * *'\n    timezone: Mars/Olympus\n    configs: [fast.yaml]\n"
+     "    suites: [tiny.yaml]\n", r"schedules\[0\]: unknown time zone"),  # not "invalid cron"
+    ("  - name: a\n    cron: '0 2 * * *'\n    configs: [fast.yaml]\n    suites: [tiny.yaml]\n"
+     "    repeats: 100000000\n", r"repeats: Input should be less than or equal to 100"),
 ])
 def test_load_schedules_names_the_bad_value(files: dict[str, Path], body: str,
                                             message: str) -> None:

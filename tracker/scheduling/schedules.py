@@ -51,6 +51,9 @@ CRON_FIELDS = ("minute", "hour", "day", "month", "day_of_week")
 CLI_SOURCE = "cli"
 
 
+MAX_REPEATS = 100  # runs of one config x suite per firing: more is a typo, not a night
+
+
 def build_trigger(cron: str, timezone: str) -> CronTrigger:
     """A cron trigger from 5 fields (minute hour day month weekday) or 6 (seconds first)."""
     fields = cron.split()
@@ -58,10 +61,15 @@ def build_trigger(cron: str, timezone: str) -> CronTrigger:
         raise ValueError(f"a cron expression has 5 fields (minute hour day month weekday) or 6 "
                          f"(seconds first), got {len(fields)}: {cron!r}; e.g. '0 2 * * *'")
     names = ("second", *CRON_FIELDS) if len(fields) == 6 else CRON_FIELDS
+    zone = parse_timezone(timezone)  # its own message: the cron is not what is wrong
     try:
-        return CronTrigger(timezone=parse_timezone(timezone), **dict(zip(names, fields, strict=True)))
+        trigger = CronTrigger(timezone=zone, **dict(zip(names, fields, strict=True)))
     except ValueError as exc:
         raise ValueError(f"invalid cron expression {cron!r}: {exc}") from None
+    if trigger.get_next_fire_time(None, datetime.now(zone)) is None:
+        raise ValueError(f"cron expression {cron!r} never fires (no such date, e.g. February "
+                         "31); e.g. '0 2 * * *' for 02:00 every night")
+    return trigger
 
 
 def parse_timezone(name: str) -> ZoneInfo:
@@ -93,7 +101,7 @@ class ScheduleSpec(BaseModel):
     timezone: str = "UTC"
     configs: list[str] = Field(min_length=1)
     suites: list[str] = Field(min_length=1)
-    repeats: PositiveInt = 1
+    repeats: int = Field(default=1, gt=0, le=MAX_REPEATS)  # runs of each pair per firing
     labels: dict[str, str] = Field(default_factory=dict)
     bisect: BisectSpec = Field(default_factory=BisectSpec)
 
