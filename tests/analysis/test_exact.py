@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracker.analysis import Outcome, judge_family
-from tracker.analysis.exact import EXACT_METHOD, compare_exact, is_bit_constant
+from tracker.analysis.exact import EXACT_METHOD, compare_exact, runs_repeat_exactly
 from tracker.metrics import REGISTRY
 
 PEAK = REGISTRY["gpu_memory_peak_bytes"]  # lower is better
@@ -38,7 +38,7 @@ def test_less_memory_is_an_improvement() -> None:
 def test_a_side_that_moved_within_a_run_or_between_runs_is_not_judged_exactly() -> None:
     assert compare_exact([[8.0, 7.5]], [[9.0, 9.0]], PEAK) is None  # peak above its mean
     assert compare_exact([[8.0, 8.0], [8.5, 8.5]], [[9.0, 9.0]], PEAK) is None
-    assert not is_bit_constant([]) and is_bit_constant([[3.0, 3.0], [3.0]])
+    assert not runs_repeat_exactly([]) and runs_repeat_exactly([[3.0, 3.0], [3.0]])
 
 
 def test_higher_is_better_flips_the_direction() -> None:

@@ -3,7 +3,7 @@
 vLLM allocates its whole KV pool at start, so the memory a GPU holds is the same bytes in every
 sample of a run and in every run of one config: there is no noise to test against, and a
 statistical test would only blur a change of a few MiB. When every reading on each side is one
-value (``is_bit_constant``: each run's readings, e.g. its peak and its mean, equal, and equal
+value (``runs_repeat_exactly``: each run's readings, e.g. its peak and its mean, equal, and equal
 across the side's runs), head is judged against base exactly, with a tolerance of 0 unless the
 user allows one: higher is a regression (for a lower-is-better metric), lower an improvement,
 equal no change. Otherwise
@@ -21,7 +21,7 @@ EXACT_METHOD = "exact (bit-constant on both sides)"
 Readings = Sequence[Sequence[float]]  # per run, every reading of the measure in that run
 
 
-def is_bit_constant(runs: Readings) -> bool:
+def runs_repeat_exactly(runs: Readings) -> bool:
     """Every reading of every run is the same value (and there is at least one)."""
     values = {float(value) for run in runs for value in run}
     return len(values) == 1
@@ -35,7 +35,7 @@ def compare_exact(base: Readings, head: Readings, metric: Metric, *,
     none of a gate's false-alarm budget."""
     if tolerance < 0.0:
         raise ValueError(f"tolerance must be >= 0 (got {tolerance})")
-    if not is_bit_constant(base) or not is_bit_constant(head):
+    if not runs_repeat_exactly(base) or not runs_repeat_exactly(head):
         return None
     before, after = float(base[0][0]), float(head[0][0])
     rel = None if before == 0.0 else after / before - 1.0
