@@ -33,6 +33,7 @@ from tracker.jobs.walk import (
     scale_timings,
     shipped_walk,
 )
+from tracker.metrics import GIB
 from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import compute_sample
 from tracker.store.db import open_store
@@ -40,7 +41,6 @@ from tracker.store.db import open_store
 ROOT = Path(__file__).resolve().parent.parent
 QUALITY_SET = ROOT / "baselines" / "quality" / "mixed-1k.jsonl"
 
-GIB = 1024**3
 REFERENCE = "published 4xA100 LLaMA-2-70B walk: 422 -> 1282 -> 1352 -> 1687 -> 1727 tok/s; " \
             "TTFT 3200 -> 950 ms"
 

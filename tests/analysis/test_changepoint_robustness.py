@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 from tracker.analysis import detect_change_points
-
-GIB = 2.0**30
+from tracker.metrics import GIB
 
 
 def _bimodal(seed: int, nights: int, step_at: int | None = None, step: float = 0.0,

@@ -6,10 +6,9 @@ import pytest
 
 from tracker.analysis import Outcome, judge_family
 from tracker.analysis.exact import EXACT_METHOD, compare_exact, runs_repeat_exactly
-from tracker.metrics import REGISTRY
+from tracker.metrics import GIB, REGISTRY
 
 PEAK = REGISTRY["gpu_memory_peak_bytes"]  # lower is better
-GIB = 1024**3
 
 
 def test_one_more_byte_on_every_head_run_is_a_regression_with_no_tolerance() -> None:

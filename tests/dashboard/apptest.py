@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -61,6 +63,16 @@ def texts(app: AppTest) -> str:
 
 def figures(app: AppTest) -> list[dict[str, object]]:
     return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+
+
+def trace_values(trace: dict[str, object]) -> list[float]:
+    """A plotted trace's y values: plotly writes them as a typed array ({"dtype": "f8",
+    "bdata": base64}) or, for some data, as a plain list."""
+    plotted = trace["y"]
+    if isinstance(plotted, dict):
+        data = base64.b64decode(str(plotted["bdata"]))
+        return np.frombuffer(data, dtype=str(plotted["dtype"])).tolist()
+    return np.asarray(plotted, dtype=float).tolist()
 
 
 def elements(app: AppTest) -> Iterator[Any]:

@@ -3,12 +3,9 @@ AppTest, on two runs of a priced simulator config with the fake NVML's energy co
 
 from __future__ import annotations
 
-import base64
-
-import numpy as np
 import pytest
 
-from tests.dashboard.apptest import figures, open_page
+from tests.dashboard.apptest import figures, open_page, trace_values
 from tests.telemetry.fake_nvml import FakeNvml
 from tracker.dashboard.pages import page
 from tracker.inputs.configs import load_config
@@ -93,8 +90,5 @@ def test_trends_plots_the_cost_per_token(
     (chart,) = figures(app)
     assert chart["layout"]["yaxis"]["title"]["text"] == COST
     (series,) = [t for t in chart["data"] if t.get("name") == "priced-sim · priced · chat"]
-    plotted = series["y"]  # plotly's typed array: {"dtype": "f8", "bdata": base64}
-    values = (np.frombuffer(base64.b64decode(plotted["bdata"]), dtype=plotted["dtype"])
-              if isinstance(plotted, dict) else np.asarray(plotted, dtype=float))
-    assert values.tolist() == pytest.approx(
+    assert trace_values(series) == pytest.approx(
         [compute_workload_metrics(run.workloads[0])["usd_per_1m_output_tokens"] for run in runs])

@@ -4,14 +4,12 @@ the memory peak; under AppTest, on two stored simulator runs with a quality set.
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from tests.dashboard.apptest import figures, open_page
+from tests.dashboard.apptest import figures, open_page, trace_values
 from tracker.dashboard.pages import page
 from tracker.dashboard.verdicts import compute_change_points
 from tracker.inputs.configs import load_config
@@ -43,14 +41,6 @@ quality:
   path: basic.jsonl
   max_tokens: 16
 """
-GIB = 1024**3
-
-
-def _values(trace: dict[str, object]) -> list[float]:
-    plotted = trace["y"]  # plotly's typed array: {"dtype": "f8", "bdata": base64}
-    if isinstance(plotted, dict):
-        return np.frombuffer(base64.b64decode(plotted["bdata"]), dtype=plotted["dtype"]).tolist()
-    return np.asarray(plotted, dtype=float).tolist()
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +75,7 @@ def test_trends_draws_the_gpu_memory_peak_in_gib(
     chart = _trend(monkeypatch, url, "gpu_memory_peak_bytes")
     assert chart["layout"]["yaxis"]["title"]["text"] == "GPU memory peak (GiB)"
     (series,) = [t for t in chart["data"] if t.get("name") == "memory-sim · remembered · chat"]
-    assert _values(series) == [pytest.approx(0.5 * 80)] * 2  # 0.5 of the simulated 80 GiB
+    assert trace_values(series) == [pytest.approx(0.5 * 80)] * 2  # 0.5 of the simulated 80 GiB
 
 
 def test_trends_draws_the_quality_sets_accuracy_as_its_own_series(
@@ -95,7 +85,7 @@ def test_trends_draws_the_quality_sets_accuracy_as_its_own_series(
     assert chart["layout"]["yaxis"]["title"]["text"] == "accuracy (fraction)"
     name = f"memory-sim · remembered · quality:{runs[0].quality.set_name}"  # type: ignore[union-attr]
     (series,) = [t for t in chart["data"] if t.get("name") == name]
-    assert _values(series) == pytest.approx([run.quality.accuracy for run in runs])  # type: ignore[union-attr]
+    assert trace_values(series) == pytest.approx([run.quality.accuracy for run in runs])  # type: ignore[union-attr]
 
 
 def test_compare_lists_memory_and_accuracy(

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tracker.cli.main import main
+from tracker.metrics import GIB
 
 REPO = Path(__file__).resolve().parents[2]
 WALK = REPO / "configs" / "walk" / "2-continuous-batching.yaml"
-GIB = 1024**3
 SUITE = """\
 name: gate-memory
 seed: 5

@@ -13,6 +13,7 @@ from tracker.inputs.configs import ServingConfig, build_loaded_config
 from tracker.inputs.suites import Suite, build_loaded_suite
 from tracker.jobs.watch import WATCHED_METRICS, watch_run
 from tracker.load.summary import compute_workload_summary
+from tracker.metrics import GIB
 from tracker.results import (
     GpuDeviceSummary,
     GpuTelemetry,
@@ -28,7 +29,7 @@ from tracker.store.regressions import SeriesKey, fetch_metric_series
 from tracker.store.runs import begin_run, finish_run, save_config_version, save_suite, save_workload
 
 T0 = datetime(2026, 9, 1, 2, 0, tzinfo=UTC)
-GIB, MIB = 1024**3, 1024**2
+MIB = 1024**2
 PEAK = "gpu_memory_peak_bytes"
 
 

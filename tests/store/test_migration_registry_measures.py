@@ -17,6 +17,7 @@ from sqlalchemy.pool import NullPool
 from tracker.inputs.configs import ServingConfig, build_loaded_config
 from tracker.inputs.suites import Suite, build_loaded_suite
 from tracker.load.summary import compute_workload_summary
+from tracker.metrics import GIB
 from tracker.results import (
     GpuDeviceSummary,
     GpuTelemetry,
@@ -33,7 +34,6 @@ MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 NEW = ("gpu_memory_peak_bytes", "gpu_memory_mean_bytes", "kv_cache_usage_peak",
        "num_preemptions", "startup_s")
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
-GIB = 1024**3
 
 
 def _config(url: str) -> Config:
