@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     CheckConstraint,
+    ColumnElement,
     DateTime,
     Dialect,
     Double,
@@ -25,8 +26,11 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from tracker.results import IMPORT_KEY, ORIGIN_KEY
 
 RESULT_SCHEMA_VERSION = 1  # the layout of a stored run; bumped when its meaning changes
 
@@ -113,6 +117,14 @@ class RunModel(Base):
     schema_version: Mapped[int] = mapped_column(Integer)
     owner_pid: Mapped[int | None] = mapped_column(Integer)  # while running: who runs it on host
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)  # its heartbeat vouches
+
+
+
+def run_source_column() -> ColumnElement[Any]:
+    """A run's source in SQL (``tracker.results.compute_run_source``): the tool it was imported
+    from, else who ran it apart from the history (``gate``, ``bisect``); NULL: the history."""
+    return func.coalesce(RunModel.environment[IMPORT_KEY]["tool"].as_string(),
+                         RunModel.environment[ORIGIN_KEY]["kind"].as_string())
 
 
 class WorkloadResultModel(Base):

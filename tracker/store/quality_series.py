@@ -12,22 +12,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from tracker.metrics import QUALITY_SERIES_PREFIX, quality_series_name
-from tracker.results import IMPORT_KEY, ORIGIN_KEY, RunStatus
-from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
+from tracker.results import RunStatus
+from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, run_source_column
 from tracker.store.models_quality import QualitySummaryModel
 
 _COLUMNS = {"accuracy": QualitySummaryModel.accuracy, "answer_drift": QualitySummaryModel.drift}
-
-
-def run_source_column() -> ColumnElement[Any]:
-    """A run's source in SQL (``tracker.results.compute_run_source``): the tool it was imported
-    from, else who ran it apart from the history (``gate``, ``bisect``); NULL: the history."""
-    return func.coalesce(RunModel.environment[IMPORT_KEY]["tool"].as_string(),
-                         RunModel.environment[ORIGIN_KEY]["kind"].as_string())
 
 
 def is_quality_metric(metric: str) -> bool:

@@ -23,13 +23,15 @@ from tracker.metrics import (
     quality_series_name,
 )
 from tracker.results import NATIVE_SOURCE, ORIGIN_KEY, RunResult
-from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadMetricModel
-from tracker.store.models import WorkloadResultModel as Workloads
-from tracker.store.quality_series import (
-    fetch_quality_trend_rows,
-    is_quality_metric,
+from tracker.store.models import (
+    ConfigVersionModel,
+    RunModel,
+    SuiteModel,
+    WorkloadMetricModel,
     run_source_column,
 )
+from tracker.store.models import WorkloadResultModel as Workloads
+from tracker.store.quality_series import fetch_quality_trend_rows, is_quality_metric
 from tracker.store.regressions import RegressionStatus, fetch_regressions
 from tracker.store.runs import fetch_run
 

@@ -42,9 +42,9 @@ from tracker.store.models import (
     SuiteModel,
     WorkloadMetricModel,
     WorkloadResultModel,
+    run_source_column,
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
-from tracker.store.quality_series import run_source_column
 from tracker.store.values import ConfigVersionRow, RunListing
 from tracker.store.workload_facts import (
     complete_summary,
