@@ -84,7 +84,7 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
     noise_runs: int | None = None
     for number in range(1, design.rounds + 1):
         pair = _run_round(engine, (base, head), suite, (number, design), quiet,
-                          (ordinal_seed, origin))
+                          ordinal_seed=ordinal_seed, origin=origin)
         base_runs.append(pair[0])
         head_runs.append(pair[1])
         if not design.sequential:
@@ -147,10 +147,9 @@ def compute_noise_prior(earlier: Sequence[RunResult],
 
 
 def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: LoadedSuite,
-               at: tuple[int, GateDesign], quiet: bool,
-               marks: tuple[int | None, RunOrigin]) -> tuple[RunResult, RunResult]:
+               at: tuple[int, GateDesign], quiet: bool, *, ordinal_seed: int | None,
+               origin: RunOrigin) -> tuple[RunResult, RunResult]:
     number, design = at
-    ordinal_seed, origin = marks
     runs: dict[str, RunResult] = {}
     for side in round_order(number):
         config = sides[0] if side == "base" else sides[1]
