@@ -179,7 +179,7 @@ def _rescaled(request: _Request) -> _Request:
     """The request with both sides multiplied by one power of two (exact) so the largest value
     is about 1, where it is beyond ``RESCALE_BEYOND`` or below its inverse: every estimate is
     relative, and a variance of values near the float limit would overflow."""
-    largest = max(abs(v) for runs in (request.base, request.head) for run in runs for v in run)
+    largest = max(max(max(run), -min(run)) for run in (*request.base, *request.head))
     if largest == 0.0 or 1.0 / RESCALE_BEYOND <= largest <= RESCALE_BEYOND:
         return request
     factor = math.ldexp(1.0, -math.frexp(largest)[1])
