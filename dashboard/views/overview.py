@@ -34,8 +34,12 @@ if not worse.empty:
         with right:
             triage.regression_link(int(row["id"]), f"Triage regression {int(row['id'])}")
 if not other.empty:
-    st.caption(f"Also open: {len(other)} change points in the better (or an unknown) direction; "
-               "see Regressions.")
+    st.caption(f"Also open: {len(other)} change points of unknown direction (or in the better "
+               "direction, stored by an older tracker); see Regressions.")
+improvements = data.load_regressions(url, ("improvement",))
+if not improvements.empty:
+    st.caption(f"{len(improvements)} improvements recorded (not open: nothing to fix); see "
+               "Regressions, status improvement.")
 
 problems = overview[overview["state"] != "pass"]
 if problems.empty:

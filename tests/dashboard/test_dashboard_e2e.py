@@ -30,6 +30,7 @@ from tests.dashboard.conftest import Populated, inject_outside_text, named_marku
 from tests.jobs.test_demo import DemoOutput, run_demo_once
 from tests.local_http import CountingServer
 from tests.waiting import wait_for
+from tracker.dashboard.trendview import OTHER_LABEL
 from tracker.dashboard.ui import WORD_JOINER
 from tracker.store.db import open_store
 from tracker.store.regressions import fetch_regression
@@ -292,6 +293,13 @@ def _plot_traces(page: Any) -> dict[str, int]:
     return traces
 
 
+def _change_hovers(page: Any) -> list[str]:
+    """The hover texts of the first chart's change points."""
+    hovers: list[str] = page.locator(".js-plotly-plot").first.evaluate(
+        "plot => (plot.data.find(t => t.name === 'change point') || {}).hovertext || []")
+    return hovers
+
+
 def test_the_demo_story_shows_on_overview_trends_and_compare_in_chromium(
         demo_dashboard: str, demo_output: DemoOutput, screenshots: Path) -> None:
     found = re.search(r"/compare\?base=(\d+)&head=(\d+) ", demo_output.stdout)
@@ -327,6 +335,16 @@ def test_the_demo_story_shows_on_overview_trends_and_compare_in_chromium(
             assert traces["config version changed"] == 3, traces  # versions 2, 3 and 4 begin
             assert traces["change point"] >= 1, traces
             _shoot(page, screenshots / "demo-2-trends.png")
+
+            # the throughput drop: the watch's record is drawn, its hover names the diff
+            page.get_by_test_id("stSelectbox").filter(has_text="Metric").first.click()
+            page.get_by_role("option", name=OTHER_LABEL).click()
+            page.get_by_text("output token throughput", exact=True).click()
+            expect(chart).to_contain_text("output token throughput (tokens/s)")
+            hovers = _change_hovers(page)
+            assert any("regression #" in text and "engine.max_num_seqs: 256 → 4" in text
+                       for text in hovers), hovers
+            _shoot(page, screenshots / "demo-2-trends-throughput.png")
 
             page.goto(f"{demo_dashboard}/compare?base={good}&head={bad}")
             expect(page.get_by_role("heading", name="What changed")).to_be_visible()

@@ -11,8 +11,8 @@ import pytest
 from tracker.cli.main import main
 from tracker.dashboard.launch import APP_PATH, build_command
 from tracker.dashboard.overview_state import compute_state, shape_overview
+from tracker.dashboard.trend_changes import compute_detected_markers
 from tracker.dashboard.trend_series import find_version_changes, shape_trend
-from tracker.dashboard.verdicts import compute_change_points
 from tracker.errors import ConfigError, UsageError
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.reports.diff_report import render_diff_lines
@@ -64,7 +64,7 @@ def test_change_points_of_a_step_series_are_marked_at_the_first_new_value() -> N
     values = [0.100 + 0.001 * (i % 3) for i in range(20)] + \
              [0.130 + 0.001 * (i % 3) for i in range(20)]
     shaped = shape_trend(_series(values, ["v1"] * 40), "ttft_p99_s")
-    points = compute_change_points(shaped.assign(metric="ttft_p99_s"))
+    points = compute_detected_markers(shaped, "ttft_p99_s")
     assert list(points["run_id"]) == [21]
     assert "+29.7% (101 → 131 ms) from run #21" in points["text"].iloc[0]
 

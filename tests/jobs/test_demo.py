@@ -187,3 +187,37 @@ def test_the_demo_prints_the_alert_and_where_to_look(demo: DemoOutput) -> None:
     assert "  the gate report: tracker-demo-gate.md\n" in out
     assert f"  tracker show {headline.run_id}\n" in out
     assert "Traceback" not in demo.stderr
+
+
+def _gate_estimate(report: str, workload: str, label: str) -> float:
+    """The gate's estimate of a row's change: its change column, or (when it gave none) its
+    head statistic against its base one."""
+    escaped = workload.replace("-", "\\-")
+    row = next(line for line in report.splitlines()
+               if line.startswith(f"| {escaped} | {label} |"))
+    cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+    change = re.match(r"([+-]\d+(?:\.\d+)?)%", cells[4])
+    if change:
+        return float(change.group(1)) / 100.0
+    base, head = (float(cell.split()[0]) for cell in cells[2:4])
+    return head / base - 1.0
+
+
+def test_the_demo_records_say_how_big_the_change_is(demo: DemoOutput) -> None:
+    """The TTFT p99 record is the gate's change within 25 %, the throughput's about -55 %
+    (the last good version against the bad one, not a level mixing older versions in), and
+    no record reads a change of 0.0 %; the walk's improvements are not open."""
+    records = _regressions(demo.db_url)
+    report = demo.report.read_text(encoding="utf-8")
+    caught = {r.series.metric: r for r in records if r.regressed is True}
+    ttft = caught["ttft_p99_s"]
+    gate = _gate_estimate(report, ttft.series.workload, "TTFT p99")
+    assert ttft.rel_change is not None and abs(ttft.rel_change / gate - 1.0) <= 0.25, \
+        (ttft.rel_change, gate)
+    assert ttft.interval is not None and ttft.interval[0] < ttft.rel_change < ttft.interval[1]
+    drop = caught["output_throughput_tokens_per_s"]
+    assert drop.rel_change is not None and abs(drop.rel_change - -0.55) <= 0.10, drop
+    for record in records:
+        assert record.before != record.after, record
+        assert record.rel_change is None or f"{record.rel_change:+.1%}" not in ("+0.0%", "-0.0%")
+        assert (record.status.value == "improvement") == (record.regressed is False), record

@@ -1,11 +1,13 @@
 """The nightly watch follows the GPU memory peak exactly: a bit-constant series whose level
-changes on one night (and stays) is a change point at that night, however small the step; a
-one-night blip is not; and the accuracy of a quality set is watched as its own series."""
+changes on one night (and stays) is a change point at that night, however small the step as long
+as a record can show it (0.1 %); a step that reads 0.0 % (a KV block's remainder) and a one-night
+blip are not; and the accuracy of a quality set is watched as its own series."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -82,18 +84,35 @@ def test_a_bit_constant_memory_series_changing_on_one_night_is_a_change_point_th
         store: Engine) -> None:
     assert PEAK in WATCHED_METRICS
     base = 72 * GIB
-    memory = [base] * 20 + [base + 2 * MIB] * 8  # +0.003 %: far below any noise threshold
+    memory = [base] * 20 + [base + 64 * MIB] * 8  # +0.087 %: far below any noise threshold
     _store_history(store, memory)
     with Session(store) as session:
         series = fetch_metric_series(session, SeriesKey("nightly", "chat", "chat", PEAK))
     assert [p.value for p in series] == [float(v) for v in memory]
     [record] = _memory_records(store)
     assert record.location_index == 20 and record.run_id == series[20].run_id
-    assert record.before == base and record.after == base + 2 * MIB
+    assert record.before == base and record.after == base + 64 * MIB
+    assert record.rel_change == pytest.approx(64 * MIB / base)
+    assert f"{record.rel_change:+.1%}" == "+0.1%"
     assert record.regressed is True  # more memory, and lower is better
     assert record.attribution is not None and "gpu_memory_utilization: 0.9 → 0.95" in \
         record.attribution
     assert _memory_records(store) == []  # never twice
+
+
+def test_a_memory_step_that_reads_zero_percent_is_no_change_point(store: Engine) -> None:
+    """The demo's AWQ version: the KV pool is whole 2 MiB blocks, so smaller weights leave a
+    block's remainder unallocated, 838,861 bytes of 72 GiB (-0.001 %): the allocator's grain,
+    not a change (its record read "-0.0 %"). Neither is +2 MiB (+0.003 %)."""
+    base = 72 * GIB
+    _store_history(store, [base] * 12 + [base - 838_861] * 12)
+    assert _memory_records(store) == []
+
+
+def test_a_memory_step_of_2_mib_is_no_change_point(store: Engine) -> None:
+    base = 72 * GIB
+    _store_history(store, [base] * 20 + [base + 2 * MIB] * 8)
+    assert _memory_records(store) == []
 
 
 def test_a_one_night_memory_blip_is_no_change_point(store: Engine) -> None:

@@ -153,13 +153,18 @@ def test_an_open_regression_stored_by_the_analysis_for_the_run_is_alerted(
                 regressions.save_regression(
                     session, regressions.SeriesKey(run.config.name, run.suite.name, "one", metric),
                     run_id=run.run_id, location_index=5, before=0.1, after=0.13, rel_change=0.3,
-                    regressed=regressed, attribution="engine.max_num_seqs: 256 -> 128")
+                    interval=(0.2, 0.4), regressed=regressed,
+                    attribution="engine.max_num_seqs: 256 -> 128")
         return analysis_regressions(engine, run)
 
     assert Worker(engine, settings, regression_source=store_one).run() == 1
     assert len(receiver.bodies) == 1  # the improvement is not alerted
     text = receiver.bodies[0]["text"]
     assert "ttft_p99_s" in text and "+30.0%" in text and "256 -> 128" in text
+    assert "(95% CI +20.0% to +40.0%)" in text  # the record's interval, as stored
+    with Session(engine) as session:
+        statuses = {r.series.metric: r.status.value for r in regressions.fetch_regressions(session)}
+    assert statuses == {"ttft_p99_s": "open", "output_throughput": "improvement"}
 
 
 def test_a_config_value_reaches_slack_as_text_not_as_a_mention_or_a_hidden_link() -> None:

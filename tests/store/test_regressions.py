@@ -28,6 +28,7 @@ from tracker.store.regressions import (
     fetch_config_version,
     fetch_metric_series,
     fetch_regressions,
+    fetch_series_regressions,
     save_regression,
     update_regression_status,
 )
@@ -177,3 +178,42 @@ def test_client_bound_runs_are_left_out_of_the_series(store: Engine) -> None:
     with Session(store) as session:
         points = fetch_metric_series(session, SERIES)
     assert [p.run_id for p in points] == [kept]
+
+
+def test_an_improvement_is_saved_with_its_own_status_and_its_interval(store: Engine) -> None:
+    with Session(store) as session, session.begin():
+        worse = _save(session, None, interval=(0.18, 0.32))
+        better = _save(session, None, location_index=9, before=0.15, after=0.12,
+                       rel_change=-0.2, regressed=False, interval=(-0.25, -0.15))
+        unknown = _save(session, None, location_index=15, regressed=None)
+    with Session(store) as session:
+        still_open = fetch_regressions(session, status=RegressionStatus.OPEN)
+        improvements = fetch_regressions(session, status=RegressionStatus.IMPROVEMENT)
+    assert sorted(r.id for r in still_open) == [worse, unknown]  # a regression, or unknown
+    [improvement] = improvements
+    assert improvement.id == better and improvement.interval == (-0.25, -0.15)
+    assert next(r for r in still_open if r.id == worse).interval == (0.18, 0.32)
+    assert next(r for r in still_open if r.id == unknown).interval is None
+
+
+def test_an_interval_whose_ends_are_swapped_is_refused(store: Engine) -> None:
+    with Session(store) as session, pytest.raises(ValueError, match=r"low must not exceed high"):
+        _save(session, None, interval=(0.3, 0.1))
+
+
+def test_trends_reads_the_records_of_a_metric_on_its_configs_and_suites(store: Engine) -> None:
+    with Session(store) as session, session.begin():
+        first = _save(session, None, detected_at=T0)
+        second = _save(session, None, location_index=9, regressed=False,
+                       detected_at=T0 + timedelta(days=1))
+        save_regression(session, replace(SERIES, metric="tpot_median_s"), run_id=None,
+                        location_index=3, before=1.0, after=2.0, rel_change=1.0, regressed=True)
+        save_regression(session, replace(SERIES, config_name="other"), run_id=None,
+                        location_index=3, before=1.0, after=2.0, rel_change=1.0, regressed=True)
+    with Session(store) as session:
+        found = fetch_series_regressions(session, "ttft_median_s", configs=["sim-small"],
+                                         suites=["smoke"])
+        none = fetch_series_regressions(session, "ttft_median_s", configs=["sim-small"],
+                                        suites=["smoke"], workloads=["long"])
+    assert [r.id for r in found] == [first, second]  # every status, oldest first
+    assert none == []

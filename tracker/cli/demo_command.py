@@ -59,6 +59,8 @@ def render_record(record: RegressionRecord) -> str:
     direction = ("unknown" if record.regressed is None
                  else "regression" if record.regressed else "improvement")
     change = "" if record.rel_change is None else f" {record.rel_change:+.1%}"
+    if change and record.interval is not None:
+        change += f" [{record.interval[0]:+.1%}, {record.interval[1]:+.1%}]"
     return (f"change point in {record.series.metric} ({record.series.workload}){change} "
             f"({direction}) from run #{record.run_id}; attributed to: {record.attribution}")
 
@@ -86,7 +88,8 @@ def compute_alerts(history: DemoHistory) -> list[RegressionAlert]:
         alerts.append(RegressionAlert(
             run_id=record.run_id or 0, config=f"{config.name}@{config.version[:12]}",
             suite=record.series.suite_name, metric=record.series.metric,
-            rel_change=record.rel_change, before=record.before, after=record.after,
+            rel_change=record.rel_change, interval=record.interval, before=record.before,
+            after=record.after,
             unit="" if metric is None else metric.unit, workload=record.series.workload,
             config_diff=diff))
     return alerts

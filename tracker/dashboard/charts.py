@@ -28,6 +28,7 @@ STATE_COLORS = {
     "pass": "#2ca02c",
 }
 BETTER, WORSE, SAME = "#2ca02c", "#d62728", "#9e9e9e"
+CHANGE_COLORS = {"regression": WORSE, "improvement": BETTER, "change": WORSE}
 LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
           "hoverlabel": {"align": "left"}}
 
@@ -94,8 +95,12 @@ def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_point
         for when in sorted(set(changes["started_at"]))[:30]:
             figure.add_vline(x=when, line={"dash": "dot", "width": 1, "color": "#888888"})
     if not change_points.empty:
-        figure.add_trace(_marker_trace(change_points, "change point", "x", "#d62728",
-                                       [_esc(text) for text in change_points["text"]]))
+        kinds = change_points["kind"] if "kind" in change_points else ["change"] * len(
+            change_points)
+        figure.add_trace(_marker_trace(
+            change_points, "change point", "x", [CHANGE_COLORS.get(k, WORSE) for k in kinds],
+            ["<br>".join(_esc(line) for line in str(text).split("\n"))
+             for text in change_points["text"]]))
     figure.update_layout(**LAYOUT, height=520, hovermode="closest",
                          yaxis_title=f"{metric_label(metric)} ({unit.label})",
                          legend={"orientation": "h", "y": -0.15, "yanchor": "top", "x": 0})
@@ -131,17 +136,20 @@ def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.
 
 
 def _add_band(figure: go.Figure, rows: pd.DataFrame, color: str, series: str) -> None:
-    band = rows.dropna(subset=["band_low", "band_high"])
-    if band.empty:
-        return
-    common = {"x": band["started_at"], "mode": "lines", "line": {"width": 0},
-              "hoverinfo": "skip", "legendgroup": _esc(series), "showlegend": False}
-    figure.add_trace(go.Scatter(y=band["band_high"], **common))
-    figure.add_trace(go.Scatter(y=band["band_low"], fill="tonexty",
-                                fillcolor=_rgba(color, 0.12), **common))
+    """The noise band, one piece per config version's runs (each starts afresh)."""
+    version = (rows["config_version"] != rows["config_version"].shift(1)).cumsum()
+    for _, part in rows.groupby(version, sort=False):
+        band = part.dropna(subset=["band_low", "band_high"])
+        if band.empty:
+            continue
+        common = {"x": band["started_at"], "mode": "lines", "line": {"width": 0},
+                  "hoverinfo": "skip", "legendgroup": _esc(series), "showlegend": False}
+        figure.add_trace(go.Scatter(y=band["band_high"], **common))
+        figure.add_trace(go.Scatter(y=band["band_low"], fill="tonexty",
+                                    fillcolor=_rgba(color, 0.12), **common))
 
 
-def _marker_trace(rows: pd.DataFrame, name: str, symbol: str, color: str,
+def _marker_trace(rows: pd.DataFrame, name: str, symbol: str, color: str | Sequence[str],
                   hover: Sequence[str]) -> go.Scatter:
     return go.Scatter(x=rows["started_at"], y=rows["shown"], mode="markers", name=name,
                       hovertext=list(hover), hoverinfo="text",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tracker.inputs.config_diff import compute_config_diff
@@ -96,17 +97,41 @@ def shape_trend(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
                             strict=True)]
     shaped["shown"] = shaped["value"] * unit.scale
     shaped = shaped.sort_values(["series", "started_at", "run_id"], kind="stable")
-    grouped = shaped.groupby("series", sort=False)["shown"]
-    # The band around a run comes from the runs before it, so a jump lands outside its band.
-    previous = grouped.shift(1)
-    rolling = previous.groupby(shaped["series"], sort=False).rolling(
-        NOISE_WINDOW_RUNS, min_periods=NOISE_MIN_RUNS)
-    center = rolling.median().reset_index(level=0, drop=True)
-    spread = rolling.std(ddof=0).reset_index(level=0, drop=True)
-    shaped["band_center"] = center
-    shaped["band_low"] = center - NOISE_SIGMAS * spread
-    shaped["band_high"] = center + NOISE_SIGMAS * spread
+    center, low, high = compute_noise_band(shaped)
+    shaped["band_center"], shaped["band_low"], shaped["band_high"] = center, low, high
     return shaped.reset_index(drop=True)
+
+
+def compute_noise_band(shaped: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """(centre, low, high) of each run's band: the median ± ``NOISE_SIGMAS`` std of the
+    previous ``NOISE_WINDOW_RUNS`` runs of the same series *and config version* (a new version
+    starts afresh; its first ``NOISE_MIN_RUNS`` runs have none), so a jump lands outside the band
+    of the runs before it. Drawn in the metric's own space: where a version's values are all
+    positive, on their log (a ratio band, as the comparison of runs reads them: never below
+    zero), else on the values, cut at zero when none is negative. ``shaped`` is sorted per
+    series, oldest first."""
+    series = shaped["series"]
+    new_version = shaped.groupby("series", sort=False)["config_version"].shift(1) \
+        != shaped["config_version"]
+    version = new_version.astype(int).groupby(series, sort=False).cumsum()
+    keys = [series, version]
+    shown = shaped["shown"].astype(float)
+    positive = shown.gt(0.0).groupby(keys, sort=False).transform("all").astype(bool)
+    signed = shown.lt(0.0).groupby(keys, sort=False).transform("any").astype(bool)
+    space = pd.Series(np.where(positive, np.log(shown.where(positive, 1.0)), shown),
+                      index=shaped.index)
+    previous = space.groupby(keys, sort=False).shift(1)
+    rolling = previous.groupby(keys, sort=False).rolling(NOISE_WINDOW_RUNS,
+                                                         min_periods=NOISE_MIN_RUNS)
+    middle = rolling.median().reset_index(level=[0, 1], drop=True).reindex(shaped.index)
+    spread = rolling.std(ddof=0).reset_index(level=[0, 1], drop=True).reindex(shaped.index)
+
+    def back(values: pd.Series) -> pd.Series:
+        linear = values.where(signed, values.clip(lower=0.0))
+        return pd.Series(np.where(positive, np.exp(values), linear), index=shaped.index)
+
+    return (back(middle), back(middle - NOISE_SIGMAS * spread),
+            back(middle + NOISE_SIGMAS * spread))
 
 
 def find_version_changes(shaped: pd.DataFrame,

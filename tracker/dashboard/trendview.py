@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from tracker.dashboard import data, ui
+from tracker.dashboard.trend_changes import compute_change_markers
 from tracker.dashboard.trend_series import (
     STAT_LABELS,
     find_version_changes,
@@ -15,7 +16,6 @@ from tracker.dashboard.trend_series import (
     metric_label,
     split_latency,
 )
-from tracker.dashboard.verdicts import compute_change_points
 from tracker.metrics import QUALITY_METRICS
 from tracker.store.queries import TrendOptions
 
@@ -103,6 +103,9 @@ def version_changes(url: str, shaped: pd.DataFrame, configs: tuple[str, ...]) ->
     return find_version_changes(shaped, bodies)
 
 
-def detect_changes(shaped: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Change points per series (``tracker.analysis``), as chart markers."""
-    return compute_change_points(shaped.assign(metric=metric))
+def change_markers(url: str, shaped: pd.DataFrame, selection: data.TrendSelection
+                   ) -> pd.DataFrame:
+    """The change points to draw: the records the watch stored for the selection, then what the
+    detector finds in the series shown that no record holds."""
+    records = data.load_trend_records(url, selection)
+    return compute_change_markers(shaped, records, selection.metric)

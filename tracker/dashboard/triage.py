@@ -19,7 +19,9 @@ STATUS_HELP = {
     "acknowledged": "someone is looking",
     "expected": "a known trade-off (say why in the note)",
     "fixed": "the level is back",
+    "improvement": "the metric's good way: recorded, nothing to fix",
 }
+KIND_TITLES: dict[bool | None, str] = {True: "Regression", False: "Improvement", None: "Change"}
 
 
 def regression_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -37,7 +39,8 @@ def regression_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def split_by_direction(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(records in the worse direction, largest change first; the others: improvements and
-    changes of unknown direction), so an improvement never reads as a regression."""
+    changes of unknown direction), so an improvement never reads as a regression (the watch
+    stores improvements with a status of their own; an older record may still be open)."""
     worse = frame["regressed"] == True  # noqa: E712 - a column of True/False/None
     size = frame["rel_change"].abs().fillna(0.0)
     ordered = frame.assign(_size=size).sort_values("_size", ascending=False).drop(columns="_size")
@@ -62,24 +65,41 @@ def show_record(url: str, record: Mapping[Hashable, Any]) -> None:
     who triaged it last."""
     metric = str(record["metric"])
     unit = display_unit(metric)
-    st.subheader(f"Regression {int(record['id'])} · {ui.md_text(record['status'])}")
+    stored = data.load_regression(url, int(record["id"]))
+    title = KIND_TITLES[stored.regressed]
+    st.subheader(f"{title} {int(record['id'])} · {ui.md_text(record['status'])}")
     ui.show_text(f"{record['config']} · {record['suite']} · {record['workload']} · "
                  f"{metric_label(metric)}")
     before, after = record["before"] * unit.scale, record["after"] * unit.scale
     rel = record["rel_change"]
     left, middle, right = st.columns(3)
-    left.metric("before (median)", f"{before:.4g} {unit.label}")
-    middle.metric("after (median)", f"{after:.4g} {unit.label}",
+    left.metric("before (last good version)", f"{before:.4g} {unit.label}")
+    middle.metric("after (since the change)", f"{after:.4g} {unit.label}",
                   delta=None if pd.isna(rel) else f"{rel * 100:+.1f}%",
-                  delta_color="inverse" if unit.label == "ms" else "normal")
+                  delta_color="inverse" if stored.regressed is not None and (
+                      (rel > 0) == stored.regressed) else "normal")
     right.metric("detected (UTC)", f"{record['detected_at']:%Y-%m-%d %H:%M}")
+    how = describe_size(stored)
+    if how is not None:
+        st.caption(how)
     if record["attribution"]:
         st.caption("What changed around it")
         ui.show_text(record["attribution"])
     if not pd.isna(record["run_id"]):
         ui.run_link(int(record["run_id"]), f"Open run #{int(record['run_id'])}, the first run "
                     "of the new level")
-    ui.show_text(describe_triage(data.load_regression(url, int(record["id"]))))
+    ui.show_text(describe_triage(stored))
+
+
+def describe_size(record: RegressionRecord) -> str | None:
+    """How the change was measured, with its interval; None for a record without one (stored
+    before revision 0014, when the levels were the detector's segment medians)."""
+    if record.rel_change is None or record.interval is None:
+        return None
+    low, high = record.interval
+    return ("Geometric means of one value per run, the last good config version's runs (or the "
+            "segment before the change) against the runs since; a t-test over runs: "
+            f"{record.rel_change * 100:+.1f}% [{low * 100:+.1f}%, {high * 100:+.1f}%].")
 
 
 def describe_triage(record: RegressionRecord) -> str:

@@ -260,7 +260,8 @@ RegressionSource = Callable[[Engine, RunResult], Sequence[RegressionAlert]]
 def analysis_regressions(engine: Engine, run: RunResult) -> list[RegressionAlert]:
     """The regressions ``run`` opened: the nightly watch runs over every series the run extends
     (``tracker.jobs.watch.watch_run``, which stores each new change point once), and the open records
-    whose first run of the new level is ``run`` are added. Only the worse direction alerts."""
+    whose first run of the new level is ``run`` are added. Only an open record in the worse
+    direction alerts: an improvement (its own status) never does."""
     with Session(engine) as session, session.begin():
         found = {record.id: record for record in watch_run(
             session, run.config.name, run.suite.name, [w.name for w in run.workloads])}
@@ -269,7 +270,7 @@ def analysis_regressions(engine: Engine, run: RunResult) -> list[RegressionAlert
                 found.setdefault(record.id, record)
     config = f"{run.config.name}@{run.config.version[:12]}"
     return [_from_record(run.run_id, config, run.suite.name, item) for item in found.values()
-            if item.regressed is True]
+            if item.regressed is True and item.status is RegressionStatus.OPEN]
 
 
 def _from_record(run_id: int, config: str, suite: str,
@@ -279,7 +280,7 @@ def _from_record(run_id: int, config: str, suite: str,
     unit = REGISTRY[item.series.metric].unit if item.series.metric in REGISTRY else ""
     return RegressionAlert(
         run_id=run_id, config=config, suite=suite, metric=item.series.metric,
-        rel_change=item.rel_change, interval=None, before=item.before, after=item.after,
+        rel_change=item.rel_change, interval=item.interval, before=item.before, after=item.after,
         unit=unit, workload=item.series.workload, config_diff=diff)
 
 

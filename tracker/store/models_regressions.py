@@ -13,14 +13,17 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from tracker.store.models import Base, UTCDateTime
 
-REGRESSION_STATUSES = ("open", "acknowledged", "fixed", "expected")
+REGRESSION_STATUSES = ("open", "acknowledged", "fixed", "expected", "improvement")
 
 
 class RegressionModel(Base):
     """One change point in one metric's series: where, how big, and what people made of it.
 
     The series is (config name, suite name, workload, metric); ``run_id`` is the first run of
-    the new level and ``location_index`` its position in the series when it was detected.
+    the new level and ``location_index`` its position in the series when it was detected;
+    ``before`` and ``after`` the levels on either side (the last good config version's runs, the
+    runs since), ``rel_change`` the change between them with its interval. A change in the
+    metric's good way is stored as ``improvement``: ``open`` means a regression to look at.
     """
 
     __tablename__ = "regressions"
@@ -40,6 +43,9 @@ class RegressionModel(Base):
     before: Mapped[float] = mapped_column(Double)
     after: Mapped[float] = mapped_column(Double)
     rel_change: Mapped[float | None] = mapped_column(Double)
+    # the interval of rel_change (the t-test over runs); NULL: not estimated, or stored before
+    rel_change_low: Mapped[float | None] = mapped_column(Double)
+    rel_change_high: Mapped[float | None] = mapped_column(Double)
     regressed: Mapped[bool | None] = mapped_column(Boolean)  # the worse direction; None: unknown
     status: Mapped[str] = mapped_column(String(16))
     note: Mapped[str] = mapped_column(Text)

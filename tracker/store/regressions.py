@@ -6,7 +6,7 @@ Every function takes a Session; the caller owns the transaction. Rows stay in he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -32,10 +32,17 @@ UPDATED_BY_CHARS = 200  # regressions.updated_by is String(200)
 
 
 class RegressionStatus(StrEnum):
-    OPEN = "open"  # new: someone should look
+    OPEN = "open"  # new, in the metric's bad way (or of unknown direction): someone should look
     ACKNOWLEDGED = "acknowledged"  # someone is looking
     FIXED = "fixed"
     EXPECTED = "expected"  # a known trade-off, e.g. a config change that buys quality
+    IMPROVEMENT = "improvement"  # new, in the metric's good way: recorded, nothing to look at
+
+
+def initial_status(regressed: bool | None) -> RegressionStatus:
+    """A new record's status: an improvement when the analysis says the change went the
+    metric's good way, else open (a regression, or a direction it could not tell)."""
+    return RegressionStatus.IMPROVEMENT if regressed is False else RegressionStatus.OPEN
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +72,9 @@ class RegressionRecord:
     detected_at: datetime
     updated_at: datetime
     updated_by: str | None = None  # who made the last triage change; None: not recorded
+    # of rel_change, each end a one-sided 95 % bound (the t-test over runs); None: not estimated
+    # (a record stored before revision 0014, or too few runs)
+    interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +103,24 @@ def save_regression(
     after: float,
     rel_change: float | None,
     regressed: bool | None,
+    interval: tuple[float, float] | None = None,
     attribution: str | None = None,
     note: str = "",
     detected_at: datetime | None = None,
 ) -> int:
-    """Store a new ``open`` regression record; returns its id."""
+    """Store a new record (``open``, or ``improvement`` when ``regressed`` is False:
+    ``initial_status``); returns its id. ``before`` and ``after`` are the two levels in the
+    metric's units, ``rel_change`` the estimate and ``interval`` its bounds."""
+    if interval is not None and not interval[0] <= interval[1]:
+        raise ValueError(f"interval: low must not exceed high (got {interval})")
     now = detected_at or datetime.now(UTC)
+    low, high = (None, None) if interval is None else interval
     row = RegressionModel(
         config_name=series.config_name, suite_name=series.suite_name, workload=series.workload,
         metric=series.metric, run_id=run_id, location_index=location_index, before=before,
-        after=after, rel_change=rel_change, regressed=regressed,
-        status=RegressionStatus.OPEN.value, note=note, attribution=attribution,
-        detected_at=now, updated_at=now,
+        after=after, rel_change=rel_change, rel_change_low=low, rel_change_high=high,
+        regressed=regressed, status=initial_status(regressed).value, note=note,
+        attribution=attribution, detected_at=now, updated_at=now,
     )
     session.add(row)
     session.flush()
@@ -128,6 +144,26 @@ def fetch_regressions(
                             RegressionModel.workload == series.workload,
                             RegressionModel.metric == series.metric)
     query = query.order_by(RegressionModel.detected_at.desc(), RegressionModel.id.desc())
+    return [_record(row) for row in session.scalars(query.limit(limit))]
+
+
+def fetch_series_regressions(
+    session: Session,
+    metric: str,
+    *,
+    configs: Sequence[str],
+    suites: Sequence[str],
+    workloads: Sequence[str] | None = None,
+    limit: int = 1000,
+) -> list[RegressionRecord]:
+    """Every record (any status) of ``metric`` on these configs and suites (and workloads; None:
+    all), oldest first: the change points Trends draws."""
+    query = select(RegressionModel).where(RegressionModel.metric == metric,
+                                          RegressionModel.config_name.in_(list(configs)),
+                                          RegressionModel.suite_name.in_(list(suites)))
+    if workloads is not None:
+        query = query.where(RegressionModel.workload.in_(list(workloads)))
+    query = query.order_by(RegressionModel.detected_at, RegressionModel.id)
     return [_record(row) for row in session.scalars(query.limit(limit))]
 
 
@@ -160,6 +196,8 @@ def update_regression_status(
 
 
 def _record(row: RegressionModel) -> RegressionRecord:
+    interval = None if row.rel_change_low is None or row.rel_change_high is None else \
+        (row.rel_change_low, row.rel_change_high)
     return RegressionRecord(
         id=row.id,
         series=SeriesKey(row.config_name, row.suite_name, row.workload, row.metric),
@@ -167,6 +205,7 @@ def _record(row: RegressionModel) -> RegressionRecord:
         after=row.after, rel_change=row.rel_change, regressed=row.regressed,
         status=RegressionStatus(row.status), note=row.note, attribution=row.attribution,
         detected_at=row.detected_at, updated_at=row.updated_at, updated_by=row.updated_by,
+        interval=interval,
     )
 
 

@@ -1,0 +1,105 @@
+"""The watch's records on the pages, under AppTest: Trends draws the change points the records
+hold (the demo's throughput drop among them), and an improvement is not an open regression on
+Overview and Regressions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from tests.dashboard.apptest import figures, open_page, texts
+from tests.dashboard.conftest import Populated
+from tests.jobs.test_demo import DemoOutput, run_demo_once
+from tracker.dashboard.pages import page
+from tracker.store.db import open_store
+from tracker.store.regressions import (
+    RegressionRecord,
+    SeriesKey,
+    fetch_regressions,
+    save_regression,
+)
+
+THROUGHPUT = "output_throughput_tokens_per_s"
+
+
+def _change_points(chart: dict[str, object]) -> dict[str, object]:
+    traces = chart["data"]
+    assert isinstance(traces, list)
+    return next(t for t in traces if t.get("name") == "change point")
+
+
+def test_trends_draws_the_recorded_change_with_its_config_diff(
+        monkeypatch: pytest.MonkeyPatch, populated: Populated) -> None:
+    """Three runs are too few for the detector: the marker is the record's."""
+    app = open_page(monkeypatch, populated.url, page("trends"))
+    (chart,) = figures(app)
+    points = _change_points(chart)
+    [hover] = points["hovertext"]
+    assert "regression #1 (open) in fast-sim · small · chat" in hover
+    assert "+25.0% (4 → 5 ms) from run #3" in hover
+    assert "config diff: config fast-sim: engine.max_num_seqs 8 -&gt; 4" in hover
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
+    output = run_demo_once(tmp_path_factory)
+    assert output.returncode == 0, output.stderr
+    return output
+
+
+def _demo_records(url: str) -> list[RegressionRecord]:
+    engine = open_store(url)
+    try:
+        with Session(engine) as session:
+            return fetch_regressions(session, limit=1000)
+    finally:
+        engine.dispose()
+
+
+def test_trends_shows_the_change_point_of_the_demos_throughput_drop(
+        monkeypatch: pytest.MonkeyPatch, demo: DemoOutput) -> None:
+    [record] = [r for r in _demo_records(demo.db_url)
+                if r.series.metric == THROUGHPUT and r.regressed is True]
+    app = open_page(monkeypatch, demo.db_url, page("trends"))
+    app.selectbox(key="trend_family").set_value("other").run()
+    app.radio(key="trend_other").set_value(THROUGHPUT).run()
+    assert not app.exception
+    (chart,) = figures(app)
+    points = _change_points(chart)
+    texts_of_points = [str(text) for text in points["hovertext"]]
+    drop = next(text for text in texts_of_points if f"regression #{record.id} (open)" in text)
+    assert f"from run #{record.run_id}" in drop
+    assert "config diff: engine.max_num_seqs: 256 → 4" in drop
+    assert record.rel_change is not None and -0.65 < record.rel_change < -0.45  # about -55 %
+
+
+def test_an_improvement_is_not_listed_as_an_open_regression(
+        monkeypatch: pytest.MonkeyPatch, populated: Populated, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.db"
+    shutil.copy(populated.url.removeprefix("sqlite:///"), copy)
+    url = f"sqlite:///{copy}"
+    engine = open_store(url)
+    try:
+        with Session(engine) as session, session.begin():
+            save_regression(session, SeriesKey("fast-sim", "small", "chat", THROUGHPUT),
+                            run_id=3, location_index=2, before=100.0, after=150.0,
+                            rel_change=0.5, interval=(0.4, 0.6), regressed=False,
+                            attribution="config fast-sim: engine.max_num_seqs 8 -> 4")
+    finally:
+        engine.dispose()
+    overview = open_page(monkeypatch, url, page("overview"))
+    shown = texts(overview)
+    assert "1 improvements recorded (not open: nothing to fix)" in shown
+    assert [h.value for h in overview.subheader if "Open regressions" in h.value] == \
+        ["Open regressions (1)"]  # the TTFT p99 regression alone
+    assert "Also open" not in shown
+    regressions = open_page(monkeypatch, url, page("regressions"))
+    assert regressions.dataframe[0].value["status"].tolist() == ["open"]  # open + acknowledged
+    assert regressions.dataframe[0].value["metric"].tolist() == ["TTFT p99"]
+    regressions.multiselect(key="regression_statuses").set_value(["improvement"]).run()
+    assert regressions.dataframe[0].value["status"].tolist() == ["improvement"]
+    assert regressions.subheader[0].value == "Improvement 2 · improvement"
+    assert "+50.0% [+40.0%, +60.0%]" in texts(regressions)
