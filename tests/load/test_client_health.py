@@ -110,3 +110,30 @@ def test_a_client_bound_verdict_says_how_many_workers_would_have_been_needed() -
     small = compute_client_health(cpu_fraction=0.99, loop_lags_s=[], send_lags_s=[],
                                   open_loop=False, workers=2, cores=2)
     assert small.reason is not None and "more than the 2 CPUs this client may use" in small.reason
+
+
+def test_a_lagging_loop_with_an_idle_thread_is_starved_and_told_to_pin_not_to_add_workers() -> None:
+    """The engine's busy-polling threads took the cores: the client used 3 % of a CPU and its
+    loop still lagged, so more workers cannot help; separate cores can."""
+    health = compute_client_health(cpu_fraction=0.03, loop_lags_s=[0.09] * 50, send_lags_s=[],
+                                   open_loop=False, cores=2)
+    assert health.client_bound and clienthealth.compute_bound_kind(health) is \
+        clienthealth.BoundKind.STARVED
+    assert health.reason is not None and "starved, not overloaded" in health.reason
+    assert "taskset -c 0" in health.reason and "--workers" not in health.reason
+
+
+def test_a_busy_loop_thread_is_overloaded_and_told_how_many_workers() -> None:
+    health = compute_client_health(cpu_fraction=0.97, loop_lags_s=[0.05] * 50, send_lags_s=[],
+                                   open_loop=False, cores=8)
+    assert clienthealth.compute_bound_kind(health) is clienthealth.BoundKind.OVERLOADED
+    assert health.reason is not None and "--workers 2" in health.reason
+
+
+def test_a_dead_server_is_neither_overloaded_nor_starved() -> None:
+    health = compute_client_health(cpu_fraction=0.99, loop_lags_s=[0.2] * 50,
+                                   send_lags_s=[0.2] * 50, open_loop=True,
+                                   planned_rate_per_s=100.0, succeeded=0)
+    assert not health.client_bound and health.reason is None
+    assert clienthealth.compute_bound_kind(health) is None
+    assert health.loop_lag_p99_s is not None  # what was measured is kept

@@ -3,9 +3,21 @@
 A load generator that cannot keep up measures itself: requests leave late, chunks are stamped
 late, and the numbers look like a slow server. ``HealthProbe`` watches the client during the
 measured phase; ``compute_client_health`` (pure) decides whether the workload was client-bound
-and says why, so the result is stored as such and never compared as if it were the server's.
-Client-bound is fixable: the verdict says how many worker processes (``tracker.load.workers``)
-would have carried the load, from the busiest loop thread's CPU share.
+and says why, so the result is stored as such. Its lag is then the run's timing-error bound
+(``tracker.analysis.timing``): the comparison keeps the run and judges with the bound.
+
+Two causes, two remedies (``compute_bound_kind``):
+
+- **overloaded**: the client's loop thread was busy most of the wall time (CPU share at least
+  ``OVERLOADED_CPU_FRACTION``); more worker processes (``tracker.load.workers``) carry the load,
+  and the verdict says how many, from the busiest loop thread's CPU share;
+- **starved**: the loop lagged while its thread used little CPU: something else on the host (the
+  engine's CPU threads, which busy-poll, or other jobs) held the cores when the client needed
+  one. More workers cannot help a client that is not given a core; pinning the server and the
+  client to separate cores does.
+
+A dead server is neither: when no request succeeded, nothing the client stamped is a
+measurement of the server, and the run's failures say why.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 from tracker.results import ClientHealth, compute_percentile
 
@@ -27,6 +40,28 @@ CPU_LIMIT_FRACTION = 0.95  # the loop thread was busy this share of the wall tim
 WORKER_CPU_TARGET = 0.7  # busy share of a worker's loop thread that leaves headroom for stamps
 GC_YOUNG_LIMIT = 1_000_000  # while collection is paused: collect once this many objects are new
 GC_CHECK_S = 1.0
+# the loop thread busy at least this share of the wall time: its own work made it late
+# (overloaded); below it, a lagging loop was kept off the CPU by others (starved)
+OVERLOADED_CPU_FRACTION = 0.5
+PIN_EXAMPLE = ("taskset -c 0 vllm serve … (with VLLM_CPU_OMP_THREADS_BIND=0 on a CPU build), and "
+               "taskset -c 1 tracker run …")
+
+
+class BoundKind(StrEnum):
+    OVERLOADED = "overloaded"  # the client's own work: more workers help
+    STARVED = "starved"  # the host's other processes took the cores: pin apart
+
+
+def compute_bound_kind(health: ClientHealth) -> BoundKind | None:
+    """Why a client-bound run was late: its own work, or other processes; None when it was not
+    client-bound. A CPU share not measured counts as overloaded (the remedy that was given
+    before the share was known)."""
+    if not health.client_bound:
+        return None
+    cpu = health.cpu_fraction
+    if cpu is not None and cpu < OVERLOADED_CPU_FRACTION:
+        return BoundKind.STARVED
+    return BoundKind.OVERLOADED
 
 
 def count_usable_cpus() -> int:
@@ -55,6 +90,12 @@ def compute_workers_needed(cpu_fraction: float | None, workers: int) -> int:
 
 
 def _remedy(workers: int, cpu_fraction: float | None, cores: int | None) -> str:
+    if cpu_fraction is not None and cpu_fraction < OVERLOADED_CPU_FRACTION:
+        return (f"; starved, not overloaded: its event-loop thread used only {cpu_fraction:.0%} "
+                "of the wall time, so other processes on this host (an engine's CPU threads, "
+                "other jobs) held the cores when it needed one, and more workers would not "
+                f"help: pin the server and the client to separate cores ({PIN_EXAMPLE}), or "
+                "measure on a quieter host")
     needed = compute_workers_needed(cpu_fraction, workers)
     used = f"{workers} worker processes were used" if workers > 1 else "one process was used"
     text = (f"; {used}: at least {needed} would have been needed (tracker bench --workers "
@@ -70,13 +111,14 @@ def compute_client_health(*, cpu_fraction: float | None, loop_lags_s: Sequence[f
                           send_lags_s: Sequence[float], open_loop: bool,
                           planned_rate_per_s: float | None = None,
                           connections_opened: int = 0, workers: int = 1,
-                          cores: int | None = None) -> ClientHealth:
+                          cores: int | None = None, succeeded: int | None = None) -> ClientHealth:
     """The verdict: client-bound when requests left late (open loop), the loop lagged, or the
     client's loop thread was saturated. ``connections_opened``: connections the client had to open
     while measuring (beyond the warmed pool), which delay the requests waiting for them.
     ``workers``: the worker processes that shared the load (``cpu_fraction`` is the busiest
     one's); a client-bound verdict says how many would have been needed (``cores``: the CPUs the
-    client may use, when known)."""
+    client may use, when known), or, when its thread was mostly idle, that it was starved.
+    ``succeeded``: the requests that succeeded; 0 (a dead server) is never client-bound."""
     loop_p99 = _percentile(loop_lags_s, 99)
     send_p50, send_p99 = _percentile(send_lags_s, 50), _percentile(send_lags_s, 99)
     reasons: list[str] = []
@@ -92,6 +134,8 @@ def compute_client_health(*, cpu_fraction: float | None, loop_lags_s: Sequence[f
                        "and sends were late")
     if cpu_fraction is not None and cpu_fraction >= CPU_LIMIT_FRACTION:
         reasons.append(f"the client's event-loop thread was busy {cpu_fraction:.0%} of the time")
+    if succeeded == 0:
+        reasons = []  # a dead server: the failures say why, not the client
     return ClientHealth(
         cpu_fraction=cpu_fraction,
         loop_lag_p99_s=loop_p99,
@@ -137,7 +181,7 @@ class HealthProbe:
             self.send_lags_s.append(max(sent - ready, 0.0))
 
     def summary(self, *, open_loop: bool, planned_rate_per_s: float | None,
-                connections_opened: int = 0) -> ClientHealth:
+                connections_opened: int = 0, succeeded: int | None = None) -> ClientHealth:
         cpu = self._cpu_fraction
         if cpu is None and self._cpu0 is not None and self._wall0 is not None:
             wall = self.clock() - self._wall0  # still running (a cut-short workload)
@@ -146,7 +190,7 @@ class HealthProbe:
                                      send_lags_s=self.send_lags_s, open_loop=open_loop,
                                      planned_rate_per_s=planned_rate_per_s,
                                      connections_opened=connections_opened,
-                                     cores=count_usable_cpus())
+                                     cores=count_usable_cpus(), succeeded=succeeded)
 
     async def _watch(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

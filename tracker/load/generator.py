@@ -269,7 +269,8 @@ class LoadGenerator:
         started = self.started_at or datetime.now(UTC)
         rate = self._planned_rate()
         client = self.probe.summary(open_loop=self.plan.open_loop, planned_rate_per_s=rate,
-                                    connections_opened=self.connections_opened)
+                                    connections_opened=self.connections_opened,
+                                    succeeded=sum(1 for r in records if r.ok))
         return LoadOutcome(records, started, datetime.now(UTC), max(duration, 0.0), complete,
                            client)
 

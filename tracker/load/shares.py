@@ -115,7 +115,7 @@ def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, 
         send_lags_s=[lag for o in outcomes for lag in o.send_lags_s],
         open_loop=load.open_loop, planned_rate_per_s=compute_planned_rate(load.arrivals_s),
         connections_opened=sum(o.connections_opened for o in outcomes),
-        workers=len(outcomes), cores=cores)
+        workers=len(outcomes), cores=cores, succeeded=sum(1 for r in records if r.ok))
     return LoadOutcome(records, started_at, ended_at, max(duration, 0.0),
                        complete and all(o.complete for o in outcomes), client)
 
