@@ -35,6 +35,16 @@ class Direction(StrEnum):
     HIGHER_IS_BETTER = "higher_is_better"
 
 
+class ClientTiming(StrEnum):
+    """How the client's own lateness (a starved or overloaded load generator) enters a metric:
+    ``tracker.analysis.timing`` turns a run's lag into a bound on the metric's value."""
+
+    STAMPS = "stamps"  # the difference of two client stamps, each late by up to the lag
+    PER_TOKEN = "per_token"  # two stamps over the request's output tokens after the first
+    SCHEDULE = "schedule"  # from the planned start: the stamps and how late the request left
+    PACE = "pace"  # a rate the client's lateness can only hold back (throughput)
+
+
 @dataclass(frozen=True, slots=True)
 class Metric:
     name: str
@@ -46,6 +56,11 @@ class Metric:
     # the same bytes night after night where nothing changed (GPU memory): a persisting step of
     # any size is a change (no smallest relative change), and the gate compares it exactly
     bit_constant: bool = False
+    # how the client's lateness enters it (None: the server's own count, not the client's clock)
+    client_timing: ClientTiming | None = None
+    # config fields that set this metric by design: a change of one of them asks for the change
+    # (GPU memory follows gpu_memory_utilization), so the gate shows it "as configured"
+    configured_by: tuple[str, ...] = ()
 
     @property
     def lower_is_better(self) -> bool:
@@ -70,13 +85,15 @@ STATISTICS = ("mean", "median", "std", "p90", "p99")
 
 _THROUGHPUTS = (
     Metric("request_throughput_per_s", "req/s", Direction.HIGHER_IS_BETTER,
-           "completed requests per second of workload wall time"),
+           "completed requests per second of workload wall time", client_timing=ClientTiming.PACE),
     Metric("output_throughput_tokens_per_s", "tokens/s", Direction.HIGHER_IS_BETTER,
-           "output tokens per second of workload wall time"),
+           "output tokens per second of workload wall time", client_timing=ClientTiming.PACE),
     Metric("total_token_throughput_tokens_per_s", "tokens/s", Direction.HIGHER_IS_BETTER,
-           "input plus output tokens per second of workload wall time"),
+           "input plus output tokens per second of workload wall time",
+           client_timing=ClientTiming.PACE),
     Metric("goodput_req_per_s", "req/s", Direction.HIGHER_IS_BETTER,
-           "requests that met every SLO per second of workload wall time"),
+           "requests that met every SLO per second of workload wall time",
+           client_timing=ClientTiming.PACE),
     Metric("slo_attainment", "fraction", Direction.HIGHER_IS_BETTER,
            "share of all requests that met every SLO"),
     Metric("capacity_at_slo_req_per_s", "req/s", Direction.HIGHER_IS_BETTER,
@@ -91,21 +108,27 @@ _SERVER = (
            "prompt tokens)"),
     Metric("kv_cache_usage_peak", "fraction", Direction.LOWER_IS_BETTER,
            "the highest share of the KV-cache blocks in use at any scrape of the workload (near "
-           "1: requests wait or are preempted)"),
+           "1: requests wait or are preempted)",
+           configured_by=("engine.kv_cache_dtype", "engine.gpu_memory_utilization",
+                          "engine.block_size")),
     Metric("num_preemptions", "count", Direction.LOWER_IS_BETTER,
            "requests the server preempted during the workload (its counter's delta)"),
 )
 SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
+# vLLM takes gpu_memory_utilization x the GPU's memory at start (weights, activations, and the
+# KV pool in what is left), so a change of it moves the memory by design
+MEMORY_CONFIGURED_BY = ("engine.gpu_memory_utilization",)
 # GPU memory of the target (``compute_gpu_memory``): vLLM allocates its whole KV pool at start,
 # so the reading is weights + KV pool (+ activations), the same bytes night after night: judged
 # on the peak, exactly where it is bit-constant (``tracker.analysis.exact``)
 _MEMORY = (
     Metric("gpu_memory_peak_bytes", "bytes", Direction.LOWER_IS_BETTER,
            "the most memory used on any one of the target's GPUs during the workload (NVML, or "
-           "the simulator's own account of its simulated GPU)", bit_constant=True),
+           "the simulator's own account of its simulated GPU)", bit_constant=True,
+           configured_by=MEMORY_CONFIGURED_BY),
     Metric("gpu_memory_mean_bytes", "bytes", Direction.LOWER_IS_BETTER,
            "the mean memory used over the workload on the GPU that used the most on average",
-           bit_constant=True),
+           bit_constant=True, configured_by=MEMORY_CONFIGURED_BY),
 )
 MEMORY_METRICS: tuple[str, ...] = tuple(m.name for m in _MEMORY)
 # Per run, not per workload: how long the launched server took from its start to ready (the
@@ -143,9 +166,14 @@ _ENERGY = (
 )
 
 
+_LATENCY_TIMING = {"tpot": ClientTiming.PER_TOKEN, "scheduled_ttft": ClientTiming.SCHEDULE,
+                   "scheduled_e2el": ClientTiming.SCHEDULE}
+
+
 def _latency_metrics() -> list[Metric]:
     return [
-        Metric(f"{key}_{stat}_s", "s", Direction.LOWER_IS_BETTER, f"{stat} {label}", key, stat)
+        Metric(f"{key}_{stat}_s", "s", Direction.LOWER_IS_BETTER, f"{stat} {label}", key, stat,
+               client_timing=_LATENCY_TIMING.get(key, ClientTiming.STAMPS))
         for key, label in LATENCIES.items()
         for stat in STATISTICS
     ]

@@ -5,7 +5,8 @@ import streamlit as st
 from tracker.dashboard import charts, compareview, data, ui
 from tracker.errors import NotFoundError
 
-url = ui.page_start("Compare", "Two runs, or the latest runs of two config versions, side by side.")
+url = ui.page_start("Compare", "Two runs, or two config versions with all their runs, side by "
+                    "side.")
 pair = compareview.choose_pair(url)
 try:
     comparison = data.load_comparison(url, pair.base_id, pair.head_id)
@@ -29,15 +30,18 @@ for note in compareview.like_for_like_notes(base, head):
 if comparison.metrics.empty:
     st.info("These runs share no measured workload.")
 else:
-    verdicts = data.load_verdicts(url, pair.base_id, pair.head_id)
+    verdicts = data.load_verdicts(url, *pair.judged)
     st.subheader("What changed")
     counts = verdicts["outcome"].value_counts()
     for column, outcome in zip(st.columns(4), compareview.OUTCOMES, strict=True):
         column.metric(outcome.replace("_", " "), int(counts.get(outcome, 0)))
     st.plotly_chart(charts.render_change_bars(
         compareview.headline_changes(comparison.metrics, verdicts)), width="stretch")
-    st.caption("Verdicts come from the analysis: a regression or improvement is significant "
-               "and at least its minimum effect; inconclusive says more runs are needed.")
+    st.caption("Verdicts come from the analysis, as the gate judges them: the run is the unit "
+               "(two runs of one version never differ by their requests alone), the noise "
+               "from the base version's stored runs, one false-alarm budget for the page; a "
+               "regression or improvement is significant and at least its minimum effect, and "
+               "each interval is at the level its row was decided at.")
     st.subheader("Every metric")
     ui.dataframe(compareview.metric_table_with_verdicts(comparison.metrics, verdicts),
                  column_config={

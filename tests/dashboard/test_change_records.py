@@ -14,6 +14,7 @@ from tests.dashboard.apptest import figures, open_page, texts
 from tests.dashboard.conftest import Populated
 from tests.jobs.test_demo import DemoOutput, run_demo_once
 from tracker.dashboard.pages import page
+from tracker.results import NATIVE_SOURCE, compute_run_source
 from tracker.store.db import open_store
 from tracker.store.regressions import (
     RegressionRecord,
@@ -21,6 +22,7 @@ from tracker.store.regressions import (
     fetch_regressions,
     save_regression,
 )
+from tracker.store.runs import fetch_run, fetch_runs
 
 THROUGHPUT = "output_throughput_tokens_per_s"
 
@@ -103,3 +105,54 @@ def test_an_improvement_is_not_listed_as_an_open_regression(
     assert regressions.dataframe[0].value["status"].tolist() == ["improvement"]
     assert regressions.subheader[0].value == "Improvement 2 · improvement"
     assert "+50.0% [+40.0%, +60.0%]" in texts(regressions)
+
+
+def _demo_runs(url: str) -> list[tuple[int, str]]:
+    """(run id, config version) of the demo's history runs, oldest first."""
+    engine = open_store(url)
+    try:
+        with Session(engine) as session:
+            runs = [fetch_run(session, summary.run_id)
+                    for summary in fetch_runs(session, limit=1000)]
+    finally:
+        engine.dispose()
+    return sorted((run.run_id, run.config.version) for run in runs
+                  if compute_run_source(run.environment) == NATIVE_SOURCE)
+
+
+def test_compare_of_two_runs_of_one_version_shows_no_regression_and_no_improvement(
+        monkeypatch: pytest.MonkeyPatch, demo: DemoOutput) -> None:
+    """Two runs of the same config version differ by their requests and the run-to-run
+    drift; judged as the gate judges (the run is the unit, the noise from that version's other
+    runs), nothing reads as a change."""
+    runs = _demo_runs(demo.db_url)
+    last_good = runs[-1][1]
+    same = [run_id for run_id, version in runs if version != last_good]
+    versions = {version for run_id, version in runs if run_id in same}
+    for version in sorted(versions):
+        pair = [run_id for run_id, v in runs if v == version][-2:]
+        app = open_page(monkeypatch, demo.db_url, page("compare"),
+                        {"base": str(pair[0]), "head": str(pair[1])})
+        assert not app.exception
+        counts = {m.label: int(m.value) for m in app.metric}
+        assert counts["regression"] == 0 and counts["improvement"] == 0, (version, counts)
+        every_metric = app.dataframe[0].value
+        assert not set(every_metric["verdict"].dropna()) & {"regression", "improvement"}
+
+
+def test_compare_of_two_config_versions_judges_all_their_runs(
+        monkeypatch: pytest.MonkeyPatch, demo: DemoOutput) -> None:
+    """The last good version against the cut: every stored run of each, and the throughput
+    drop (about -55 %) is a regression, its change the table's change."""
+    app = open_page(monkeypatch, demo.db_url, page("compare"))
+    app.radio(key="compare_mode").set_value("Two config versions").run()
+    assert not app.exception
+    shown = texts(app)
+    assert "Every stored run of each version on this suite is judged" in shown
+    every_metric = app.dataframe[0].value
+    throughput = every_metric[every_metric["metric"] == "output token throughput"]
+    assert list(throughput["verdict"]) == ["regression"]
+    assert -65.0 < float(throughput["change %"].iloc[0]) < -45.0
+    base_runs, head_runs = (int(n) for n in
+                            str(throughput["samples"].iloc[0]).split(" run")[0].split(" vs "))
+    assert base_runs >= 3 and head_runs >= 3  # every stored run, not the latest of each

@@ -11,7 +11,7 @@ import pytest
 
 from tests.dashboard.apptest import figures, open_page, trace_values
 from tracker.dashboard.pages import page
-from tracker.dashboard.verdicts import compute_change_points
+from tracker.dashboard.trend_changes import compute_detected_markers
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
 from tracker.jobs.execute import execute_suite
@@ -122,6 +122,6 @@ def test_trends_marks_a_tiny_persisting_memory_step_as_a_change_point() -> None:
         "series": ["s"] * 20, "run_id": range(1, 21), "shown": shown,
         "started_at": pd.date_range("2026-09-01", periods=20, tz="UTC"),
         "metric": ["gpu_memory_peak_bytes"] * 20})
-    points = compute_change_points(frame)
+    points = compute_detected_markers(frame, "gpu_memory_peak_bytes")
     assert points["run_id"].tolist() == [13]
-    assert compute_change_points(frame.assign(metric="output_throughput_tokens_per_s")).empty
+    assert compute_detected_markers(frame, "output_throughput_tokens_per_s").empty

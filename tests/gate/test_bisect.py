@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -392,3 +393,50 @@ def _probe_runs(db: Path) -> int:
                 "runs.config_version_id WHERE config_versions.name LIKE '%.probe'").fetchone()[0])
     except sqlite3.Error:  # not created or not migrated yet
         return 0
+
+
+SIXTEEN_STREAMS = """\
+name: sixteen-streams
+seed: 4
+workloads:
+  - name: busy
+    prompts: {source: synthetic, input_tokens: 256}
+    max_tokens: 32
+    ignore_eos: true
+    concurrency: 16
+    num_requests: 64
+    warmup_requests: 4
+"""
+
+
+def test_bisect_explains_the_collapse_not_the_memory_gpu_memory_utilization_asks_for(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Five fields: max_num_seqs 256 -> 4 at 16 streams (a collapse) beside
+    gpu_memory_utilization 0.90 -> 0.92 (2 % more memory, exactly as asked). The memory is shown
+    as configured and fails nothing; the bisection explains the collapse."""
+    sim_default = (Path(__file__).resolve().parents[2] / "configs" / "sim-default.yaml")
+    base = sim_default.read_text(encoding="utf-8")
+    head = (base.replace("max_num_seqs: 256", "max_num_seqs: 4")
+            .replace("gpu_memory_utilization: 0.9", "gpu_memory_utilization: 0.92")
+            .replace("max_model_len: 8192", "max_model_len: 4096")
+            .replace("block_size: 16", "block_size: 32")
+            .replace("enable_prefix_caching: false", "enable_prefix_caching: true"))
+    paths = {"head": tmp_path / "head.yaml", "suite": tmp_path / "suite.yaml"}
+    paths["head"].write_text(head, encoding="utf-8")
+    paths["suite"].write_text(SIXTEEN_STREAMS, encoding="utf-8")
+    out = tmp_path / "bisect.json"
+    code = main(["bisect", "--base", str(sim_default), "--head", str(paths["head"]), "--suite",
+                 str(paths["suite"]), "--db", str(tmp_path / "fresh.db"), "--quiet", "--json",
+                 str(out)])
+    verdict = json.loads(out.read_text(encoding="utf-8"))
+    assert code == 1 and len(verdict["config_diff"]) == 5
+    assert _culprits(verdict) == [["engine.max_num_seqs"]]
+    memory = next(row for row in verdict["rows"] if row["metric"] == "gpu_memory_peak_bytes")
+    assert memory["as_configured"] == "engine.gpu_memory_utilization: 0.9 → 0.92"
+    assert memory["regressed"] is False and memory["verdict"]["rel_change"] > 0.0
+    bisect = verdict["bisect"]
+    regressed = [row for row in verdict["rows"] if row["regressed"]]
+    worst = max(regressed, key=lambda row: abs(math.log1p(row["verdict"]["rel_change"])))
+    assert (bisect["workload"], bisect["metric"]) == (worst["workload"], worst["metric"])
+    markdown = capsys.readouterr().out
+    assert "⚙️ as configured (engine\\.gpu\\_memory\\_utilization\\: 0\\.9 → 0\\.92)" in markdown

@@ -9,7 +9,8 @@ from dataclasses import replace
 import numpy as np
 
 from tracker.analysis import compare_samples
-from tracker.gate.gating import GateOutcome, GateResult, GateRow, decide_gate, judge_rows
+from tracker.gate.gating import GateOutcome, GateResult, GateRow, decide_gate
+from tracker.gate.rows import judge_gate_rows
 from tracker.metrics import get_metric
 from tracker.reports.gate_report import render_gate_junit, render_gate_markdown
 
@@ -30,7 +31,7 @@ def _result(rows: list[GateRow]) -> GateResult:
 
 
 def test_a_clear_regression_stays_one_for_the_whole_gate() -> None:
-    rows = judge_rows([_row("a", 0.5, 1), _row("b", 0.0, 2), _row("c", 0.0, 3)], 0.05)
+    rows = judge_gate_rows([_row("a", 0.5, 1), _row("b", 0.0, 2), _row("c", 0.0, 3)], 0.05)
     assert [row.regressed for row in rows] == [True, False, False]
     assert rows[0].adjusted_p_value is not None and rows[0].adjusted_p_value < 0.001
     result = _result(rows)

@@ -63,7 +63,7 @@ def compute_options(args: argparse.Namespace) -> GateOptions:
 
     if not 0.5 < args.confidence < 1.0:
         raise UsageError(f"--confidence: must be between 0.5 and 1 (got {args.confidence})")
-    return GateOptions(parse_min_effects(args.min_effect), args.confidence, args.seed)
+    return GateOptions(parse_min_effects(args.min_effect), args.confidence)
 
 
 def compute_design(args: argparse.Namespace) -> GateDesign:

@@ -317,7 +317,6 @@ def add_gate_parsers(sub: Subparsers) -> None:
                       help="smallest relative change that counts, e.g. ttft_p99_s=0.1 "
                            "(defaults: 0.02 medians and throughput, 0.05 p99)")
     gate.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL")
-    gate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     gate.add_argument("--quiet", action="store_true", help="no progress display")
     gate.add_argument("--bisect", action="store_true",
                       help="when the gate finds a regression, bisect it over the diff's fields "
@@ -351,7 +350,6 @@ def add_bisect_parser(sub: Subparsers) -> None:
     bisect.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL",
                         help="the gate's; the bisection spends its false-alarm budget over "
                              "the probes")
-    bisect.add_argument("--seed", type=int, default=0, help="as tracker gate's")
     bisect.add_argument("--quiet", action="store_true", help="no progress display")
     bisect.set_defaults(repeats=None, junit=None, bisect=True)
 

@@ -1,5 +1,6 @@
-"""The Compare page's choices and tables: two runs, or the latest runs of two config versions;
-and, where a bisection ran both, which changed field made the head regress."""
+"""The Compare page's choices and tables: two runs, or two config versions with all their runs
+(the latest of each shown side by side); and, where a bisection ran both, which changed field
+made the head regress."""
 
 from __future__ import annotations
 
@@ -24,8 +25,14 @@ OUTCOMES = ("regression", "improvement", "no_change", "inconclusive")
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    base_id: int
+    base_id: int  # the run shown for each side
     head_id: int
+    base_ids: tuple[int, ...] = ()  # the runs judged (empty: the shown one)
+    head_ids: tuple[int, ...] = ()
+
+    @property
+    def judged(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return self.base_ids or (self.base_id,), self.head_ids or (self.head_id,)
 
 
 def choose_pair(url: str) -> Pair:
@@ -68,8 +75,12 @@ def _choose_versions(url: str) -> Pair:
     if base_id is None or head_id is None:
         st.info("One of these versions has no run on this suite.")
         st.stop()
-    st.caption(f"The latest run of each version on this suite: #{base_id} and #{head_id}.")
-    return Pair(base_id, head_id)
+    base_ids = data.load_version_run_ids(url, base_id)
+    head_ids = data.load_version_run_ids(url, head_id)
+    st.caption(f"Every stored run of each version on this suite is judged ({len(base_ids)} and "
+               f"{len(head_ids)}: the run is the unit); the latest of each is shown side by "
+               f"side: #{base_id} and #{head_id}.")
+    return Pair(base_id, head_id, base_ids, head_ids)
 
 
 def describe(run: RunResult) -> str:
@@ -136,8 +147,9 @@ P_COLUMN = "p (head worse)"  # one-sided: an improvement reads near 1
 
 
 def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Every metric's delta; the judged ones with the verdict, interval, p-value and reason."""
-    table = metric_table(metrics)
+    """Every metric's delta; the judged ones with the verdict, interval, p-value and reason,
+    and the verdict's own values and change (one effect size per row: the judged runs')."""
+    table = _with_verdict_values(metric_table(metrics), verdicts)
     judged = verdicts.assign(metric=verdicts["metric"].map(metric_label))
     judged["interval %"] = [
         None if pd.isna(low) else f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
@@ -148,6 +160,24 @@ def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) ->
     order = {"regression": 0, "improvement": 1, "inconclusive": 2, "no_change": 3}
     merged["_rank"] = merged["verdict"].map(order).fillna(4)
     return merged.sort_values(["_rank"], kind="stable").drop(columns="_rank")
+
+
+def _with_verdict_values(table: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The table with each judged row's base, head and change as the verdict has them."""
+    by_row = {(row["workload"], metric_label(str(row["metric"]))): row
+              for row in verdicts.to_dict("records")}
+    scales = {metric_label(str(m)): display_unit(str(m)).scale for m in verdicts["metric"]}
+    table = table.copy()
+    for index, row in table.iterrows():
+        found = by_row.get((row["workload"], row["metric"]))
+        if found is None:
+            continue
+        scale = scales[row["metric"]]
+        table.at[index, "base"] = _scaled(found["base"], scale)
+        table.at[index, "head"] = _scaled(found["head"], scale)
+        rel = _number(found["rel_change"])
+        table.at[index, "change %"] = None if rel is None else rel * 100.0
+    return table
 
 
 def config_diff(base: RunResult, head: RunResult) -> pd.DataFrame:

@@ -21,19 +21,24 @@ from sqlalchemy.orm import Session
 
 from tracker.dashboard.verdicts import compute_verdicts
 from tracker.errors import StoreError
+from tracker.gate.gating import fetch_history_runs
 from tracker.store import queries
 from tracker.store.db import check_schema, create_store_engine, read_revision, redact_url
 from tracker.store.regressions import (
     RegressionRecord,
     RegressionStatus,
     fetch_regression,
+    fetch_series_regressions,
     update_regression_status,
 )
+from tracker.store.run_noise import fetch_noise_run_ids
+from tracker.store.runs import fetch_run
 
 CACHE_TTL_S = 60
 STATE_TTL_S = 10
 DEFAULT_TREND_METRIC = "ttft_p99_s"
 DEFAULT_TREND_SERIES = 6  # series drawn before the user picks
+VERSION_RUNS = 50  # the most runs of a config version Compare judges
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +165,30 @@ def query_config_history(url: str, name: str) -> list[queries.ConfigVersionEntry
     return history
 
 
-def query_verdicts(url: str, base_id: int, head_id: int) -> pd.DataFrame:
-    comparison = load_comparison(url, base_id, head_id)
-    return compute_verdicts(comparison.base, comparison.head)
+def query_verdicts(url: str, base_ids: tuple[int, ...], head_ids: tuple[int, ...]) -> pd.DataFrame:
+    """The policy's verdicts over these runs (two runs, or all the runs of two config
+    versions), the noise prior from the base version's other runs in the store."""
+    def work(session: Session) -> pd.DataFrame:
+        base = [fetch_run(session, run_id) for run_id in base_ids]
+        head = [fetch_run(session, run_id) for run_id in head_ids]
+        history = fetch_history_runs(session, base[0], compared=(base_ids, head_ids))
+        return compute_verdicts(base, head, history)
+
+    frame: pd.DataFrame = _read(url, work)
+    return frame
+
+
+def query_version_run_ids(url: str, run_id: int) -> tuple[int, ...]:
+    """The stored runs of run ``run_id``'s config version on its suite version and host (the
+    history's, not a gate's), newest first, ``run_id`` among them."""
+    def work(session: Session) -> tuple[int, ...]:
+        run = fetch_run(session, run_id)
+        ids = fetch_noise_run_ids(session, run.config.version, run.suite.version,
+                                  host=run.host, limit=VERSION_RUNS)
+        return tuple(ids) if run_id in ids else (run_id, *ids)
+
+    found: tuple[int, ...] = _read(url, work)
+    return found
 
 
 UNRESOLVED = (RegressionStatus.OPEN, RegressionStatus.ACKNOWLEDGED)
@@ -194,6 +220,15 @@ def save_regression_status(url: str, regression_id: int, status: str, note: str,
     clear_caches()
 
 
+def query_trend_records(url: str, selection: TrendSelection) -> list[RegressionRecord]:
+    """The regression records (every status) of the selection's metric and series: the change
+    points the watch stored, which Trends draws."""
+    found: list[RegressionRecord] = _read(url, lambda s: fetch_series_regressions(
+        s, selection.metric, configs=selection.configs, suites=selection.suites,
+        workloads=selection.workloads))
+    return found
+
+
 # --- the same, cached ------------------------------------------------------------------------
 
 _cached = st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
@@ -210,9 +245,11 @@ load_comparison = _cached(query_comparison)
 load_latest_run_id = _cached(query_latest_run_id)
 load_config_history = _cached(query_config_history)
 load_verdicts = _cached(query_verdicts)
+load_version_run_ids = _cached(query_version_run_ids)
 load_regressions = _cached(query_regressions)
 load_regressed_pairs = _cached(query_regressed_pairs)
 load_regression = _cached(query_regression)
+load_trend_records = _cached(query_trend_records)
 
 
 def clear_caches() -> None:

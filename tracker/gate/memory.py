@@ -67,7 +67,7 @@ def judge_memory(base: Sequence[WorkloadResult], head: Sequence[WorkloadResult],
     if verdict is None:
         verdict = compare_samples([[run[0]] for run in base_readings],
                                   [[run[0]] for run in head_readings], MEMORY_METRIC,
-                                  min_effect=min_effect, confidence=confidence, seed=seed)
+                                  min_effect=min_effect, confidence=confidence)
     return MemoryJudgement(verdict, note)
 
 

@@ -19,6 +19,7 @@ search down the wrong half, so the bisection as a whole keeps the gate's false-a
 from __future__ import annotations
 
 import copy
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -166,7 +167,7 @@ class ProbeRunner:
         self._record(number, played.base_runs, played.head_runs)
         result = build_gate_result(played.base_runs, played.head_runs, (self.base.title, label),
                                    (), self.options, interleaved=True, rounds=played.rounds,
-                                   verdicts=played.verdicts)
+                                   evidence=played.evidence, prior=played.prior)
         judgement = judge_probe_row(result.rows, self.row, result.problems)
         return replace(judgement, control_run_ids=result.base_run_ids,
                        probe_run_ids=result.head_run_ids)
@@ -228,9 +229,19 @@ class BisectResult:
 
 
 def compute_failing_row(result: GateResult) -> GateRow | None:
-    """The gate's regressed row with the smallest adjusted p-value (the clearest one)."""
+    """The gate's most severe regression: of its regressed rows (a change a config field asks
+    for is never one), the one that moved furthest the worse way on the log scale (a 3x
+    collapse before a 5 % slip, whichever was decided first)."""
     regressed = [row for row in result.rows if row.regressed and row.verdict is not None]
-    return min(regressed, key=lambda row: row.adjusted_p_value or 0.0, default=None)
+    return max(regressed, key=compute_severity, default=None)
+
+
+def compute_severity(row: GateRow) -> float:
+    """How far a row moved the worse way: |log(1 + change)|, 0 when not estimated."""
+    change = None if row.verdict is None else row.verdict.rel_change
+    if change is None or change <= -1.0:
+        return math.inf if change is not None else 0.0
+    return abs(math.log1p(change))
 
 
 def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,

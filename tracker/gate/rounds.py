@@ -13,8 +13,14 @@ every run of each side, so one round is certain); a round whose run failed ends 
 (it could not measure). Fixed: exactly
 ``design.rounds`` rounds, judged once at the end by ``compare_samples``.
 
-A round in which one side of a workload was client-bound (the load generator, not the server,
-set the pace) is left out of that workload's rows.
+A run whose client was client-bound (the load generator fell behind: overloaded, or starved
+by the host's other processes) still counts: it carries its lag as a timing bound
+(``tracker.analysis.timing``), and the verdicts hold for any value within it.
+
+The gate does not stop at its first regression while a row with a large observed change is
+undecided (``tracker.analysis.sequential``): the report explains the headline change. A GPU
+memory regression that is exact (the same bytes on every run of each side) ends the gate early,
+unless a changed field asks for it (``gpu_memory_utilization``: shown "as configured").
 
 The run-to-run noise: where the store holds at least ``MIN_PRIOR_RUNS`` earlier completed runs
 of the base config version with the suite version on this host (the last ``NOISE_RUNS``), each
@@ -31,26 +37,24 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.analysis import Verdict
-from tracker.analysis.sequential import (
-    MIN_PRIOR_RUNS,
-    RoundSamples,
-    RunNoisePrior,
-    SequentialGate,
-    SequentialRow,
-    compute_run_noise_prior,
-)
+from tracker.analysis.noise import MIN_PRIOR_RUNS, RunNoisePrior
+from tracker.analysis.policy import RowEvidence, RunSample
+from tracker.analysis.sequential import RoundSamples, SequentialGate, SequentialRow
 from tracker.gate.config_refs import ConfigSide
-from tracker.gate.gating import (
+from tracker.gate.gating import GateDesign, GateRounds
+from tracker.gate.memory import MEMORY_METRIC, find_exact_memory_regression
+from tracker.gate.rows import (
     GATE_METRICS,
-    GateDesign,
     GateOptions,
-    GateRounds,
+    compute_as_configured,
     compute_min_effect,
+    compute_rows_prior,
+    compute_run_sample,
     compute_workload_names,
     row_key,
 )
-from tracker.gate.memory import MEMORY_METRIC, find_exact_memory_regression
+from tracker.gate.rows import compute_noise_prior as compute_rows_noise_prior
+from tracker.inputs.config_diff import compute_config_diff
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import LoadedSuite
 from tracker.jobs.execute import execute_suite
@@ -65,7 +69,8 @@ class PlayedRounds:
     base_runs: tuple[RunResult, ...]
     head_runs: tuple[RunResult, ...]
     rounds: GateRounds
-    verdicts: Mapping[str, Verdict] | None  # the sequential test's, by row key; None: fixed
+    evidence: Mapping[str, RowEvidence] | None  # the sequential test's, by row key; None: fixed
+    prior: Mapping[str, RunNoisePrior] | None = None  # the history's noise, by row key
 
 
 def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: LoadedSuite,
@@ -78,7 +83,9 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
     head_runs: list[RunResult] = []
     gate: SequentialGate | None = None
     reason = f"fixed design: {design.rounds} rounds"
-    earlier = fetch_earlier_runs(engine, base, suite) if design.sequential else ()
+    earlier = fetch_earlier_runs(engine, base, suite)
+    memory_configured = compute_as_configured(MEMORY_METRIC.name, compute_config_diff(
+        base.loaded.canonical, head.loaded.canonical)) is not None
     if design.rounds_with_prior is not None and len(earlier) >= MIN_PRIOR_RUNS:
         design = replace(design, rounds=design.rounds_with_prior)  # the noise is known already
     noise_runs: int | None = None
@@ -103,17 +110,22 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
         reason = state.stop_reason
         if state.decided:
             break
-        memory = find_exact_memory_regression(
+        memory = None if memory_configured or state.holding else find_exact_memory_regression(
             base_runs, head_runs, options.min_effect.get(MEMORY_METRIC.name, 0.0))
         if memory is not None:  # certain already: the same bytes on every run of each side
             reason = (f"decided after {number} of {design.rounds} rounds: {memory}'s GPU memory "
                       "peak regressed (bit-constant on both sides, compared exactly)")
             break
-    verdicts = None if gate is None else {row.key: row.verdict for row in gate.state().rows}
+    evidence = None if gate is None else {row.key: row.evidence for row in gate.state().rows
+                                          if row.evidence is not None}
     if design.sequential and gate is None:
-        verdicts = {}
+        evidence = {}
+    fixed_prior = (None if design.sequential
+                   else compute_rows_prior(earlier, base_runs, head_runs))
+    if fixed_prior is not None:
+        noise_runs = max((p.runs for p in fixed_prior.values()), default=None)
     rounds = GateRounds(len(base_runs), design.rounds, design.sequential, reason, noise_runs)
-    return PlayedRounds(tuple(base_runs), tuple(head_runs), rounds, verdicts)
+    return PlayedRounds(tuple(base_runs), tuple(head_runs), rounds, evidence, fixed_prior)
 
 
 def fetch_earlier_runs(engine: Engine, base: ConfigSide,
@@ -126,24 +138,13 @@ def fetch_earlier_runs(engine: Engine, base: ConfigSide,
 
 def compute_noise_prior(earlier: Sequence[RunResult],
                         rows: Sequence[SequentialRow]) -> dict[str, RunNoisePrior]:
-    """Each row's prior from the earlier runs that measured its workload (client-bound runs
-    measured the client: left out); a row with fewer than three such runs has none."""
-    keys = {row.key: row for row in rows}
-    prior: dict[str, RunNoisePrior] = {}
-    names = {w.name for run in earlier for w in run.workloads}
-    for name in sorted(names):
-        workloads = [w for run in earlier for w in run.workloads
-                     if w.name == name and not w.client_bound]
-        for metric in GATE_METRICS:
-            row = keys.get(row_key(name, metric))
-            if row is None:
-                continue
-            runs = [values for values in (compute_samples(metric, w) for w in workloads)
-                    if values]
-            found = compute_run_noise_prior(runs, row.statistic)
-            if found is not None:
-                prior[row.key] = found
-    return prior
+    """Each sequential row's prior from the earlier runs that measured its workload; a row
+    with fewer than three such runs has none."""
+    wanted = {row.key for row in rows}
+    names = dict.fromkeys(w.name for run in earlier for w in run.workloads)
+    keys = [(name, metric) for name in names for metric in GATE_METRICS
+            if row_key(name, metric) in wanted]
+    return compute_rows_noise_prior(earlier, keys)
 
 
 def _run_round(engine: Engine, sides: tuple[ConfigSide, ConfigSide], suite: LoadedSuite,
@@ -183,15 +184,16 @@ def compute_sequential_rows(pair: tuple[RunResult, RunResult],
 
 
 def compute_round_samples(base: RunResult, head: RunResult) -> RoundSamples:
-    """One round's values per row key: (base run's, head run's); a workload that either run
-    lacks, or that was client-bound in either, is left out of this round."""
-    samples: dict[str, tuple[list[float], list[float]]] = {}
+    """One round's runs per row key: (base run's, head run's), each with the bound its client's
+    timing error puts on it; a workload that either run lacks is left out of this round."""
+    samples: dict[str, tuple[RunSample, RunSample]] = {}
     heads = {workload.name: workload for workload in head.workloads}
     for workload in base.workloads:
         other = heads.get(workload.name)
-        if other is None or workload.client_bound or other.client_bound:
+        if other is None:
             continue
         for metric in GATE_METRICS:
-            samples[row_key(workload.name, metric)] = (compute_samples(metric, workload),
-                                                       compute_samples(metric, other))
+            pair = compute_run_sample(metric, workload), compute_run_sample(metric, other)
+            if pair[0] is not None and pair[1] is not None:
+                samples[row_key(workload.name, metric)] = (pair[0], pair[1])
     return samples

@@ -92,8 +92,14 @@ def render_verdict(verdict: Verdict) -> str:
 
 def render_row_verdict(row: GateRow) -> str:
     """The verdict as the gate takes it: a regression on its own that the gate's one
-    false-alarm budget does not keep is shown as such, never as a failure."""
+    false-alarm budget does not keep is shown as such, never as a failure; a change a config
+    field asks for is "as configured"; one within the client's timing error could not be
+    measured."""
     assert row.verdict is not None
+    if row.as_configured is not None:
+        return f"⚙️ as configured ({escape_markdown(row.as_configured)})"
+    if row.within_timing_error:
+        return "⚠️ within the client's timing error: could not measure"
     if row.verdict.regressed and not row.regressed:
         adjusted = "" if row.adjusted_p_value is None else f", p={row.adjusted_p_value:.2g}"
         return f"❔ worse, not significant for the whole gate (Holm{adjusted})"
@@ -171,25 +177,29 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None)
 
 
 def _legend(result: GateResult) -> str:
-    verdicts = [row.verdict for row in result.rows if row.verdict is not None]
-    confidence = verdicts[0].confidence if verdicts else 0.95
     family = (f"One false-alarm budget of {result.family_alpha:.0%} for the whole gate (Holm "
               "over its rows).")
     if result.quality is not None:
         family = ("Accuracy is judged once, paired item by item (exact McNemar; its minimum "
                   "effect in points, absolute). " + family)
+    intervals = ("each interval at the level its row was decided at (its reason names it: Holm "
+                 "spends the budget over every row's two directions), so an outcome never "
+                 "contradicts its interval; a client-bound run counts with its timing "
+                 "error inside the interval, and a change only that error stands in the way of "
+                 "could not be measured (exit 3)")
     if result.rounds is not None and result.rounds.sequential:
-        return (f"<sub>change = head vs base with its {confidence:.0%} confidence sequence "
-                "(valid at every round): a group-sequential t-test over the rounds of each "
-                "run's statistic (the run is the unit: run-to-run drift is the noise, pooled with "
-                "the base's earlier runs where the store holds 3 or more). A "
-                "regression is significant and at least the metric's minimum effect; the gate "
-                "stops at the first one, or once every row rules one out or would likely not "
-                "show one in the rounds left. " + family + "</sub>")
-    return (f"<sub>change = head vs base with its {confidence:.0%} interval; latencies per "
-            "request (median: Mann-Whitney U and Hodges-Lehmann, or a bootstrap over runs; p99: "
-            "bootstrap), throughput per run (Welch t). A regression is significant and at least "
-            "the metric's minimum effect; ❔ needs about the runs shown per side to decide. "
+        return ("<sub>change = head vs base with its confidence sequence (valid at every "
+                "round): a group-sequential t-test over the rounds of each run's statistic (the "
+                "run is the unit: run-to-run drift is the noise, pooled with the base's earlier "
+                f"runs where the store holds 3 or more); {intervals}. A regression is "
+                "significant and at least the metric's minimum effect; the gate stops once a row "
+                "regressed and no row with a large change is undecided, or once every row rules "
+                "one out or would likely not show one in the rounds left. " + family + "</sub>")
+    return ("<sub>change = head vs base: a t-test over the runs of each run's statistic (the "
+            "run is the unit), the noise pooled with the base's earlier runs in the store; one "
+            "run a side without them: the request-level test, its spread widened for run-to-"
+            f"run noise; {intervals}. A regression is significant and at least the metric's "
+            "minimum effect; ❔ needs about the runs shown per side to decide. "
             + family + "</sub>")
 
 
@@ -271,6 +281,8 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> 
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
                   "note": row.note, "regressed": row.regressed,
                   "adjusted_p_value": row.adjusted_p_value,
+                  "as_configured": row.as_configured,
+                  "within_timing_error": row.within_timing_error,
                   "verdict": None if row.verdict is None else _verdict_json(row.verdict)}
                  for row in result.rows],
     }

@@ -1,0 +1,98 @@
+"""Run-to-run noise: a run's statistic on the log scale, and the prior the history gives.
+
+The run is the unit of replication (requests of one run share batches, and a whole run drifts),
+so the noise a comparison needs is how much the log of a run's statistic (its median, p99, mean
+of per-request values; or its one value, such as a throughput) varies from run to run. Any
+statistic computed alike on both sides can be compared this way, a small run's p99 too (it is
+then near the run's largest value, and the report says so): the runs' own spread is its noise. Where the
+store holds earlier runs of the base config version (the history), the sample variance of their
+log statistic is a prior with ``runs - 1`` degrees of freedom, pooled with the compared runs' own
+spread (``compute_pooled_variance``); from ``GUARD_RUNS`` runs a side on, the prior is never
+taken below that own spread, so a quiet history cannot make a busy comparison look precise.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracker.analysis.sequential_null import GUARD_ROUNDS
+
+QUANTILES: dict[str, float] = {"median": 0.5, "p90": 0.9, "p99": 0.99}
+STATISTICS = (*QUANTILES, "mean")
+MIN_VALUES = 8  # per run, for a per-request statistic
+MIN_PRIOR_RUNS = 3  # earlier runs behind a prior, at least
+GUARD_RUNS = GUARD_ROUNDS  # runs a side from which the prior never falls below the own spread
+
+
+@dataclass(frozen=True, slots=True)
+class RunNoisePrior:
+    """What earlier runs say about a row's run-to-run noise: the sample variance of their log
+    statistic (``compute_run_noise_prior``) and its degrees of freedom (``k`` runs: ``k - 1``)."""
+
+    variance: float
+    df: int
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.variance) and self.variance >= 0.0 and self.df >= 1):
+            raise ValueError(f"a prior needs a finite variance >= 0 and df >= 1 "
+                             f"(got {self.variance}, {self.df})")
+
+    @property
+    def runs(self) -> int:
+        return self.df + 1
+
+
+def compute_log_statistic(values: Sequence[float], statistic: str) -> float | str:
+    """The log of a run's statistic, or why it cannot be had."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0 or not np.all(np.isfinite(x)) or float(x.min()) <= 0.0:
+        return "values must be finite and > 0 for a ratio"
+    if n == 1:
+        return math.log(float(x[0]))  # a value measured once per run
+    if statistic == "mean":
+        return math.log(float(x.mean()))
+    if n < MIN_VALUES:
+        return f"{statistic} needs >= {MIN_VALUES} values per run (got {n})"
+    return math.log(float(np.quantile(x, QUANTILES[statistic])))
+
+
+def describe_run_statistic(statistic: str, values_per_run: int) -> str:
+    """What a run's quantile is when the run is small: the p99 of 48 requests lies between
+    its two largest values. It is the same statistic on both sides, and the runs' spread is its
+    noise, so it is compared as it is; the report says what it is."""
+    q = QUANTILES.get(statistic)
+    if q is None or values_per_run * (1.0 - q) >= 1.0:
+        return ""
+    return (f" ({statistic} of about {values_per_run} values a run: near the run's largest "
+            "value)")
+
+
+def compute_run_noise_prior(runs: Sequence[Sequence[float]],
+                            statistic: str) -> RunNoisePrior | None:
+    """The prior of earlier runs' values (one list per run): None under ``MIN_PRIOR_RUNS`` runs
+    whose statistic can be had."""
+    logs = [x for x in (compute_log_statistic(run, statistic) for run in runs)
+            if not isinstance(x, str)]
+    if len(logs) < MIN_PRIOR_RUNS:
+        return None
+    return RunNoisePrior(float(np.var(logs, ddof=1)), len(logs) - 1)
+
+
+def compute_pooled_variance(squares: float, own_df: int, runs_a_side: int,
+                            prior: RunNoisePrior | None) -> tuple[float, int]:
+    """The variance of one run's log statistic and its degrees of freedom: the compared runs'
+    own sum of squares (``own_df`` degrees of freedom) pooled with the prior's, the prior held at
+    least at the own estimate from ``GUARD_RUNS`` runs a side on."""
+    if prior is None:
+        return (squares / own_df if own_df > 0 else math.nan), own_df
+    prior_variance = prior.variance
+    if runs_a_side >= GUARD_RUNS and own_df > 0:
+        prior_variance = max(prior_variance, squares / own_df)
+    df = prior.df + own_df
+    return (prior.df * prior_variance + squares) / df, df
