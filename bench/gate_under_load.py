@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,10 +43,11 @@ def run_gate(head: Path, directory: Path) -> dict[str, object]:
     """One `tracker gate` in a fresh database: its exit code, rounds, and timing-error rows."""
     out = directory / f"gate-{time.monotonic_ns()}.json"
     started = time.monotonic()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's tracker, whatever is installed
     done = subprocess.run([sys.executable, "-m", "tracker", "gate", "--base", str(CONFIG),
                            "--head", str(head), "--suite", str(SUITE), "--db",
                            str(directory / f"{out.stem}.db"), "--quiet", "--json", str(out)],
-                          capture_output=True, text=True, cwd=directory, check=False)
+                          capture_output=True, text=True, cwd=directory, env=env, check=False)
     seconds = time.monotonic() - started
     if not out.exists():
         return {"code": done.returncode, "rounds": None, "timing": 0, "bound": 0,
@@ -108,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
                                                                args.regressions, directory),
                     "same config (busy)": run_series("equal", CONFIG, args.equal, directory)}
             if args.tests:
+                env = {**os.environ, "PYTHONPATH": str(REPO)}
                 done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p",
-                                       "no:cacheprovider", *TESTS], cwd=REPO, check=False)
+                                       "no:cacheprovider", *TESTS], cwd=REPO, env=env,
+                                      check=False)
                 print(f"the issue's tests under the hog: pytest exit {done.returncode}")
         summarize("busy host", busy)
     return 0

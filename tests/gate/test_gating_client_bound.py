@@ -74,10 +74,10 @@ def test_identical_runs_pass_however_busy_the_client_was() -> None:
 
 def test_an_overloaded_client_is_told_to_add_workers_a_starved_one_to_pin() -> None:
     rows = compute_gate_rows([_run(1, 0.1, OVERLOADED)], [_run(2, 0.1)], GateOptions())
-    assert all(row.note == "1 of 1 base runs client-bound (overloaded: more load-generator "
+    assert all(row.client_note == "1 of 1 base runs client-bound (overloaded: more load-generator "
                "workers (--workers) or less load)" for row in rows)
     rows = compute_gate_rows([_run(1, 0.1)], [_run(2, 0.1, STARVED)], GateOptions())
-    assert all((row.note or "").startswith("1 of 1 head runs client-bound (starved: the host's "
+    assert all((row.client_note or "").startswith("1 of 1 head runs client-bound (starved: the host's "
                                            "other processes") for row in rows)
 
 
@@ -111,6 +111,6 @@ def test_a_client_bound_run_among_several_counts_with_its_bound() -> None:
                                interleaved=False)
     ttft = next(row for row in result.rows if row.metric == "ttft_median_s")
     assert ttft.verdict is not None and ttft.verdict.head_runs == 3
-    assert ttft.note is not None and ttft.note.startswith("1 of 3 head runs client-bound")
+    assert ttft.client_note is not None and ttft.client_note.startswith("1 of 3 head runs client-bound")
     assert result.exit_code == 1
     assert "1 of 3 head runs client\\-bound" in render_gate_markdown(result)  # escaped Markdown

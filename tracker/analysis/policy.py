@@ -536,7 +536,7 @@ def build_verdict(row: RowEvidence, outcome: Outcome, interval: tuple[float, flo
     elif row.observed is not None:
         rel = _relative(row, row.observed)
     if interval is not None:
-        ends = sorted(_relative(row, v) for v in interval)
+        ends = sorted(_relative(row, v) + 0.0 for v in interval)  # + 0.0: no -0.0
         ci = (ends[0], ends[1]) if all(math.isfinite(v) for v in ends) else None
     return Verdict(
         outcome=outcome, rel_change=rel, ci=ci, p_value=p_value, statistic=row.statistic,

@@ -54,8 +54,9 @@ def _row(row: GateRow, *, prior_runs: int) -> tuple[object, ...]:
     reason = verdict.reason
     if row.as_configured is not None:
         reason = f"as configured ({row.as_configured}): {reason}"
-    if row.note:
-        reason = f"{reason} ({row.note})"
+    for note in (row.note, row.client_note):
+        if note:
+            reason = f"{reason} ({note})"
     runs = f"{verdict.base_runs} vs {verdict.head_runs} run(s)"
     if prior_runs and "earlier runs" in verdict.method:
         runs += f", noise from {prior_runs} earlier"

@@ -187,7 +187,7 @@ def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
     problems += [f"{row.workload}: {row.note}" for row in rows
                  if row.verdict is None and row.metric == GATE_METRICS[0].name]
     problems += [f"{row.workload} {row.label}: within the client's timing error"
-                 + (f" ({row.note})" if row.note else "") for row in rows
+                 + (f" ({row.client_note})" if row.client_note else "") for row in rows
                  if row.within_timing_error]
     outcome, code = decide_gate(rows, problems)
     name, version = next(iter(suites))

@@ -51,6 +51,7 @@ class GateRow:
     evidence: RowEvidence | None = None  # what the policy judges (None: a verdict of its own)
     as_configured: str | None = None  # the config change that asks for this change by design
     within_timing_error: bool = False  # only the client's timing error stood in the way
+    client_note: str | None = None  # which runs were client-bound, and what would have helped
 
 
 def compute_label(metric: Metric) -> str:
@@ -108,7 +109,7 @@ def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
         for metric in GATE_METRICS:
             row = _row(name, metric, (base, head), options, evidence, prior or {})
             if row is not None:
-                rows.append(replace(row, note=row.note or note))
+                rows.append(replace(row, client_note=note))
         memory = compute_memory_row(name, base, head, options)
         if memory is not None:
             rows.append(memory)

@@ -76,6 +76,18 @@ def render_memory_line(result: GateResult) -> str | None:
     return f"**GPU memory** (peak per GPU{where}{how}): " + " · ".join(parts)
 
 
+def render_client_line(result: GateResult) -> str | None:
+    """"**Client-bound runs** (judged with their timing error): chat: 4 of 6 base runs
+    client-bound (starved: …)", one entry a workload; None when no run was client-bound."""
+    notes = dict.fromkeys((row.workload, row.client_note) for row in result.rows
+                          if row.client_note)
+    if not notes:
+        return None
+    parts = [f"{escape_markdown(workload)}: {escape_markdown(note)}" for workload, note in notes]
+    return ("**Client-bound runs** (counted, with their client's lag as a bound on what they "
+            "measured): " + " · ".join(parts))
+
+
 def render_change(verdict: Verdict) -> str:
     if verdict.rel_change is None or verdict.ci is None:
         return "-"
@@ -165,6 +177,9 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None)
     memory = render_memory_line(result)
     if memory is not None:
         lines += [memory, ""]
+    client = render_client_line(result)
+    if client is not None:
+        lines += [client, ""]
     if result.quality is not None:
         lines += render_quality_markdown(result.quality)
     if result.problems:
@@ -279,7 +294,7 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> 
         "problems": list(result.problems),
         "quality": render_quality_json(result.quality),
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
-                  "note": row.note, "regressed": row.regressed,
+                  "note": row.note, "client_note": row.client_note, "regressed": row.regressed,
                   "adjusted_p_value": row.adjusted_p_value,
                   "as_configured": row.as_configured,
                   "within_timing_error": row.within_timing_error,

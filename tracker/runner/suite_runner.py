@@ -23,7 +23,12 @@ from tracker.errors import TrackerError
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite, Workload
 from tracker.load.bodies import build_request_specs, build_session_requests
-from tracker.load.client_health import compute_workers_needed, count_usable_cpus
+from tracker.load.client_health import (
+    BoundKind,
+    compute_bound_kind,
+    compute_workers_needed,
+    count_usable_cpus,
+)
 from tracker.load.generator import LoadGenerator, LoadPlan
 from tracker.load.phases import (
     Phase,
@@ -257,10 +262,13 @@ class SuiteRunner:
 
     def _retry_workers(self, first: WorkloadResult) -> int | None:
         """With ``workers: auto``, a client-bound first try runs once more on enough processes
-        for the load (up to the usable CPUs); None: no retry."""
+        for the load (up to the usable CPUs); None: no retry. A starved client is not retried:
+        more processes cannot help a client the host does not give a core."""
         setting = self.suite.suite.workers
         client = first.summary.client
         if setting != "auto" or client is None or not client.client_bound:
+            return None
+        if compute_bound_kind(client) is BoundKind.STARVED:
             return None
         cpus = count_usable_cpus()
         needed = compute_workers_needed(client.cpu_fraction, result_workers(first))

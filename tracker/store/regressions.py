@@ -213,8 +213,10 @@ def _record(row: RegressionModel) -> RegressionRecord:
 
 
 def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint]:
-    """The metric's value in every completed run of the series, oldest first; client-bound
-    workloads (the load generator set the pace) and imported runs are left out. A quality
+    """The metric's value in every completed run of the series, oldest first; imported runs are
+    left out, client-bound ones kept (a host that starves the client every night would
+    otherwise leave the watch no series at all, and a busy night is a point like any other:
+    the detector sets a spike aside, and a step that persists is a change to look at). A quality
     metric's series is its set's (workload ``quality:<set>``, ``tracker.store.quality_series``)."""
     if is_quality_metric(series.metric):
         found = fetch_quality_series_rows(session, series.config_name, series.suite_name,
@@ -234,8 +236,7 @@ def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint
                SuiteModel.name == series.suite_name,
                WorkloadResultModel.name == series.workload,
                WorkloadMetricModel.metric == series.metric,
-               RunModel.status == RunStatus.COMPLETED.value,
-               WorkloadResultModel.client_bound.is_(False))  # the client's numbers, not the server's
+               RunModel.status == RunStatus.COMPLETED.value)
         .order_by(RunModel.started_at, RunModel.id)
     )
     # Runs imported from another tool (``tracker import``) are not the nightly series: other
