@@ -1,5 +1,6 @@
-"""The exceedance test of a high quantile: literal samples where it must and must not fire, its
-level under "no difference" on seeded samples, and the generalised Pareto fit under it."""
+"""The exceedance test of a high quantile: literal samples where it must and must not fire, what
+its weights favour, its level under "no difference" on seeded samples, and the generalised
+Pareto fit under it."""
 
 from __future__ import annotations
 
@@ -35,6 +36,35 @@ def test_it_fires_when_only_the_slowest_three_percent_get_slower() -> None:
     assert test.p_up < 0.01 and test.p_down > 0.99
     assert test.shift == pytest.approx(math.log(1.20), abs=0.03)
     assert test.low > 0.0
+
+
+def _literal_log_normal_between(n: int) -> np.ndarray:
+    """Like ``_literal_log_normal``, placed at the quantiles a quarter step lower: a second side
+    that is not a copy of the first."""
+    return np.array([0.5 * NORMAL.inv_cdf((i + 0.25) / n) for i in range(n)])
+
+
+def _stretch_for_p99_growth(logs: np.ndarray, top: float, growth: float) -> np.ndarray:
+    """Values above the ``1 - top`` quantile stretched away from it so that the p99 grows by
+    ``growth``."""
+    values = np.exp(logs)
+    cut, p99 = (float(v) for v in np.quantile(values, [1.0 - top, 0.99]))
+    stretch = (growth * p99 - cut) / (p99 - cut)
+    return np.log(np.where(values <= cut, values, cut + (values - cut) * stretch))
+
+
+def test_a_stretched_top_weighs_more_than_a_shift_of_every_request() -> None:
+    # noise-free sides of 1,000: the p99 +10 % once from the slowest 3 % stretched (the spread
+    # scores' alternative), once from every request 10 % slower (mostly the counts'); the counts
+    # weigh half, so the first lands near the 5 % line (where half of seeded draws land) and
+    # the second well below it. With every score at full weight both read z = 1.16.
+    base, other = _literal_log_normal(1000), _literal_log_normal_between(1000)
+    stretched = exceedance_z(base, _stretch_for_p99_growth(other, 0.03, 1.10), 0.99)
+    shifted = exceedance_z(base, other + math.log(1.10), 0.99)
+    assert stretched is not None and shifted is not None
+    assert stretched[0] == pytest.approx(1.30, abs=0.03)
+    assert shifted[0] == pytest.approx(0.61, abs=0.03)
+    assert stretched[1] == shifted[1] == 100  # the pooled values above the pooled p95
 
 
 def test_it_does_not_fire_on_identical_sides_or_a_lighter_tail() -> None:

@@ -12,7 +12,7 @@ ratio. It picks a calibrated method for what it was given:
   bimodal cache hits included), with the one-step shift estimate and its interval; Mann-Whitney
   U with Hodges-Lehmann below 200 values per side;
 - one run per side, ``p99``: the tail itself, by the exceedance test
-  (``tracker.analysis.exceedances``: how many values of each side exceed the pooled p95, p97 and
+  (``tracker.analysis.exceedances``: how many values of each side exceed the pooled p95 to
   p98, and by how much; a permutation test, exact level for any distribution), with the
   Harrell-Davis estimate of the p99's change and the test inverted there for its interval;
 - one run per side, ``p90`` (and a p99 whose top is too thin): Harrell-Davis quantiles (every
