@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from tests.demo_run import DemoOutput, run_demo_once
 from tests.scripted_server import ServerFactory, scripted_servers
 from tracker import redaction
 from tracker.store import open_store, redact_url, resolve_db_url
@@ -103,3 +104,11 @@ async def scripted() -> AsyncIterator[ServerFactory]:
     """``await scripted(lambda index, body: Reply(...))`` starts a real scripted server."""
     async with scripted_servers() as make:
         yield make
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
+    """`tracker demo`'s run, once per session (``tests/demo_run.py``), which must succeed."""
+    output = run_demo_once(tmp_path_factory)
+    assert output.returncode == 0, output.stderr
+    return output

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.jobs.test_demo import run_demo_once
+from tests.demo_run import run_demo_once
 from tests.simconfigs import FAST_SIM
 from tracker.cli.main import main
 from tracker.store.db import open_store

@@ -12,14 +12,12 @@ from sqlalchemy.orm import Session
 
 from tests.dashboard.apptest import figures, open_page, texts
 from tests.dashboard.conftest import Populated
-from tests.jobs.test_demo import DemoOutput, run_demo_once
+from tests.demo_run import DemoOutput, fetch_demo_records
 from tracker.dashboard.pages import page
 from tracker.results import NATIVE_SOURCE, compute_run_source
 from tracker.store.db import open_store
 from tracker.store.regressions import (
-    RegressionRecord,
     SeriesKey,
-    fetch_regressions,
     save_regression,
 )
 from tracker.store.runs import fetch_run, fetch_runs
@@ -45,25 +43,9 @@ def test_trends_draws_the_recorded_change_with_its_config_diff(
     assert "config diff: config fast-sim: engine.max_num_seqs 8 -&gt; 4" in hover
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
-    output = run_demo_once(tmp_path_factory)
-    assert output.returncode == 0, output.stderr
-    return output
-
-
-def _demo_records(url: str) -> list[RegressionRecord]:
-    engine = open_store(url)
-    try:
-        with Session(engine) as session:
-            return fetch_regressions(session, limit=1000)
-    finally:
-        engine.dispose()
-
-
 def test_trends_shows_the_change_point_of_the_demos_throughput_drop(
         monkeypatch: pytest.MonkeyPatch, demo: DemoOutput) -> None:
-    [record] = [r for r in _demo_records(demo.db_url)
+    [record] = [r for r in fetch_demo_records(demo.db_url)
                 if r.series.metric == THROUGHPUT and r.regressed is True]
     app = open_page(monkeypatch, demo.db_url, page("trends"))
     app.selectbox(key="trend_family").set_value("other").run()

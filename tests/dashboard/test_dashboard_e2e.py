@@ -27,7 +27,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tests.dashboard.conftest import Populated, inject_outside_text, named_markup
-from tests.jobs.test_demo import DemoOutput, run_demo_once
+from tests.demo_run import DemoOutput
 from tests.local_http import CountingServer
 from tests.waiting import wait_for
 from tracker.dashboard.trendview import OTHER_LABEL
@@ -274,10 +274,8 @@ def test_triage_behind_a_trusted_proxy_records_its_user_in_chromium(
 
 
 @pytest.fixture(scope="module")
-def demo_output(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
-    output = run_demo_once(tmp_path_factory)  # shared with tests/jobs/test_demo.py
-    assert output.returncode == 0, output.stderr
-    return output
+def demo_output(demo: DemoOutput) -> DemoOutput:
+    return demo  # tests/conftest.py's: one `tracker demo` a session
 
 
 @pytest.fixture(scope="module")

@@ -395,18 +395,7 @@ def _probe_runs(db: Path) -> int:
         return 0
 
 
-SIXTEEN_STREAMS = """\
-name: sixteen-streams
-seed: 4
-workloads:
-  - name: busy
-    prompts: {source: synthetic, input_tokens: 256}
-    max_tokens: 32
-    ignore_eos: true
-    concurrency: 16
-    num_requests: 64
-    warmup_requests: 4
-"""
+SIXTEEN_STREAMS = SUITE.replace("num_requests: 32", "num_requests: 64")  # 16 streams
 
 
 def test_bisect_explains_the_collapse_not_the_memory_gpu_memory_utilization_asks_for(

@@ -1,84 +1,26 @@
 """`tracker demo` tells the story: a config's versions, a change that regresses, caught and
 attributed by the nightly watch, its alert, and a gate report.
 
-The demo runs once per test session (``run_demo_once``), as a user runs it: ``python -m tracker
-demo`` from an empty directory, no ``--db``. tests/cli/test_main.py and the browser test in
-tests/dashboard/ read the same run.
+The demo runs once per test session (``tests/demo_run.py``, the ``demo`` fixture), as a user
+runs it: ``python -m tracker demo`` from an empty directory, no ``--db``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.demo_run import DemoOutput, fetch_demo_records
 from tracker.errors import MeasurementError
 from tracker.inputs.configs import load_config
 from tracker.jobs.demo import WALK_RUNS, DemoStory, build_history, load_demo, shipped_demo
-from tracker.store.db import DB_URL_ENV, open_store
-from tracker.store.regressions import RegressionRecord, fetch_regressions
+from tracker.store.db import open_store
 from tracker.store.runs import fetch_config_versions, fetch_runs
 
-DEMO_TIMEOUT_S = 600  # the demo takes about a minute here; a slow CI machine gets room
 CHANGED = "engine.max_num_seqs: 256 → 4"  # the last shipped version's one change
-
-
-@dataclass(frozen=True, slots=True)
-class DemoOutput:
-    folder: str  # where `tracker demo` ran (its current directory)
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def db_url(self) -> str:
-        return f"sqlite:///{Path(self.folder) / 'tracker.db'}"
-
-    @property
-    def report(self) -> Path:
-        return Path(self.folder) / "tracker-demo-gate.md"
-
-
-def run_demo_once(factory: pytest.TempPathFactory) -> DemoOutput:
-    """`python -m tracker demo` from an empty directory, once per test session (the outcome is
-    kept in the session's temporary folder, so every test module reads the same run)."""
-    base = factory.getbasetemp()
-    saved = base / "tracker-demo.json"
-    if saved.exists():
-        return DemoOutput(**json.loads(saved.read_text(encoding="utf-8")))
-    folder = base / "tracker-demo"
-    shutil.rmtree(folder, ignore_errors=True)  # an earlier attempt that did not finish
-    folder.mkdir()
-    env = {key: value for key, value in os.environ.items() if key != DB_URL_ENV}
-    done = subprocess.run([sys.executable, "-m", "tracker", "demo"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=DEMO_TIMEOUT_S, check=False)
-    output = DemoOutput(str(folder), done.returncode, done.stdout, done.stderr)
-    saved.write_text(json.dumps(asdict(output)), encoding="utf-8")
-    return output
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoOutput:
-    output = run_demo_once(tmp_path_factory)
-    assert output.returncode == 0, output.stderr
-    return output
-
-
-def _regressions(url: str) -> list[RegressionRecord]:
-    engine = open_store(url)
-    try:
-        with Session(engine) as session:
-            return fetch_regressions(session, limit=1000)
-    finally:
-        engine.dispose()
 
 
 # --- the shipped story -----------------------------------------------------------------------
@@ -148,7 +90,7 @@ def test_the_demo_walks_one_config_through_its_versions_in_completed_simulated_r
 
 
 def test_the_demo_regression_is_attributed_to_the_changed_config_field(demo: DemoOutput) -> None:
-    records = _regressions(demo.db_url)
+    records = fetch_demo_records(demo.db_url)
     caught = [r for r in records if r.regressed is True]
     assert caught, records
     assert all(r.attribution == CHANGED and r.status.value == "open" for r in caught)
@@ -176,7 +118,7 @@ def test_the_demo_gate_report_shows_the_regression_and_the_config_diff(demo: Dem
 
 def test_the_demo_prints_the_alert_and_where_to_look(demo: DemoOutput) -> None:
     out = demo.stdout
-    headline = next(r for r in _regressions(demo.db_url)
+    headline = next(r for r in fetch_demo_records(demo.db_url)
                     if r.regressed and r.series.metric == "ttft_p99_s")
     assert (":rotating_light: Regression in *ttft_p99_s* on demo-chat@" in out
             and f"run {headline.run_id}; config diff: {CHANGED}" in out)
@@ -207,7 +149,7 @@ def test_the_demo_records_say_how_big_the_change_is(demo: DemoOutput) -> None:
     """The TTFT p99 record is the gate's change within 25 %, the throughput's about -55 %
     (the last good version against the bad one, not a level mixing older versions in), and
     no record reads a change of 0.0 %; the walk's improvements are not open."""
-    records = _regressions(demo.db_url)
+    records = fetch_demo_records(demo.db_url)
     report = demo.report.read_text(encoding="utf-8")
     caught = {r.series.metric: r for r in records if r.regressed is True}
     ttft = caught["ttft_p99_s"]
