@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet-reference", action="store_true",
                         help="also run the same gates without the hog (the reference)")
     parser.add_argument("--tests", action="store_true", help="also run the issue's tests")
+    parser.add_argument("--hog", type=int, default=None,
+                        help="busy loops to start (default: one per core)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as temp:
         directory = Path(temp)
@@ -104,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                   args.regressions, directory),
                      "same config (quiet)": run_series("equal", CONFIG, args.equal, directory)}
             summarize("quiet host", quiet)
-        print(f"busy host: a busy loop on each of {count_cores()} cores:")
-        with cpu_hog(seconds=6 * 3600):
+        loops = args.hog or count_cores()
+        print(f"busy host: {loops} busy loops on {count_cores()} cores:")
+        with cpu_hog(seconds=6 * 3600, processes=loops):
             busy = {"max_num_seqs 256 -> 2 (busy)": run_series("regression", head,
                                                                args.regressions, directory),
                     "same config (busy)": run_series("equal", CONFIG, args.equal, directory)}
