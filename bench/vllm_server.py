@@ -53,7 +53,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -327,12 +327,33 @@ def server_env(pin: int | None = None) -> dict[str, str]:
 
 
 def serve_command(found: Build, port: int, *, pin: int | None = None,
-                  host: str = "127.0.0.1") -> list[str]:
-    """FIELD.md's flags: 2,048 tokens of context, bfloat16, eager (no compile), 1 GiB of KV."""
+                  host: str = "127.0.0.1", extra: Sequence[str] = ()) -> list[str]:
+    """FIELD.md's flags: 2,048 tokens of context, bfloat16, eager (no compile), 1 GiB of KV;
+    then ``extra`` (``--max-num-seqs 1``)."""
     command = [str(found.vllm), "serve", str(found.model), "--served-model-name", MODEL_NAME,
                "--max-model-len", str(MAX_MODEL_LEN), "--dtype", "bfloat16", "--enforce-eager",
-               "--host", host, "--port", str(port)]
+               "--host", host, "--port", str(port), *extra]
     return (["taskset", "-c", str(pin)] if pin is not None else []) + command
+
+
+def launch_config(*, cpus: list[int] | None, engine: dict[str, Any] | None = None,
+                  name: str = "vllm-cpu-launch") -> dict[str, Any]:
+    """A tracker config that launches the built vLLM on the random model with FIELD.md's settings
+    (``launch.cpus`` instead of taskset), ``engine`` over them."""
+    found = find_build()
+    if found is None:
+        raise RuntimeError(f"vLLM is not built; run: {BUILD_COMMAND}")
+    root = vllm_cache_root()
+    launch: dict[str, Any] = {
+        "command": [str(found.vllm), "serve"], "startup_timeout_s": 600,
+        "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": str(root),
+                "HF_HOME": str(root / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}}
+    if cpus is not None:
+        launch["cpus"] = cpus
+    return {"name": name, "target": {"kind": "vllm", "model": str(found.model), "launch": launch},
+            "engine": {"max_model_len": MAX_MODEL_LEN, "dtype": "bfloat16",
+                       "extra_args": {"enforce_eager": True}, **(engine or {})}}
 
 
 def split_cpus() -> tuple[int | None, set[int]]:
@@ -416,9 +437,10 @@ def _pgid_of(pid: int) -> int | None:
 
 
 @contextlib.contextmanager
-def running_server(log_path: Path, *, pin: int | None = None,
-                   timeout_s: float = 600.0) -> Iterator[str]:
-    """vLLM serving the random model on a free port of 127.0.0.1, pinned to ``pin`` if given:
+def running_server(log_path: Path, *, pin: int | None = None, timeout_s: float = 600.0,
+                   extra: Sequence[str] = ()) -> Iterator[str]:
+    """vLLM serving the random model on a free port of 127.0.0.1, pinned to ``pin`` if given,
+    with the flags ``extra`` besides FIELD.md's:
     yields its URL once /health answers 200; its whole process group is stopped afterwards,
     whatever happened. Its output goes to ``log_path``."""
     found = find_build()
@@ -427,7 +449,7 @@ def running_server(log_path: Path, *, pin: int | None = None,
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(serve_command(found, port, pin=pin), stdout=log,
+        process = subprocess.Popen(serve_command(found, port, pin=pin, extra=extra), stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=server_env(pin), start_new_session=True)
         try:

@@ -13,8 +13,10 @@ Definitions (written once, here, and repeated in README.md and the result JSON):
 - ``tpot_s``: per request, ``(e2el_s - ttft_s) / (output_tokens - 1)``; not defined for one token.
 - ``output_tokens``: the server's ``usage.completion_tokens`` (asked for with
   ``stream_options.include_usage``); when the server sends no usage, the number of content chunks,
-  and ``output_tokens_source`` says which. ``output_chunks`` is always the content-chunk count, so
-  a mismatch with the server's count is visible.
+  and ``output_tokens_source`` says which. ``output_chunks`` is always the content-chunk count;
+  a chunk may carry several tokens (vLLM batches them when the client falls behind), so the
+  server's count is checked against ``output_text_tokens``, the model's tokenizer's count of the
+  text received, where a tokenizer is known (``tracker.load.summary``).
 - ``scheduled_start_s`` (open loop only): when the request was planned to start (for a trace,
   its row's time). The scheduled TTFT and E2E latency are measured from it, so client or server
   queueing is not hidden.
@@ -40,6 +42,18 @@ from typing import Any
 IMPORT_KEY = "import"  # a run's environment entry when it was imported from another tool's file
 ORIGIN_KEY = "origin"  # a run's environment entry when a gate or a bisection ran it
 NATIVE_SOURCE = "native"  # the source of a run the tracker measured itself, for the history
+SERVER_CHECK_KEY = "server_check"  # a run's environment entry: what the server said about
+# itself and the warnings where it contradicts the config (tracker.targets.server_check)
+
+
+def compute_run_warnings(environment: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The measurement warnings a run carries (its server check's), each a fact and a remedy;
+    () for a run without any (or stored before the check existed)."""
+    check = environment.get(SERVER_CHECK_KEY) if isinstance(environment, Mapping) else None
+    warnings = check.get("warnings") if isinstance(check, Mapping) else None
+    if not isinstance(warnings, Sequence) or isinstance(warnings, str):
+        return ()
+    return tuple(str(w) for w in warnings)
 
 
 class RunOrigin(StrEnum):
@@ -98,6 +112,10 @@ class RequestRecord:
     session: int | None = None  # multi-turn: the conversation (0-based)
     turn: int | None = None  # multi-turn: the turn within it (1-based)
     cached_input_tokens: int | None = None  # usage's cached_tokens (None: the server did not say)
+    output_text_tokens: int | None = None  # the received text in the model's tokenizer (None:
+    # not counted); tracker.targets.output_tokens counts it after the workload
+    output_text: str | None = field(default=None, repr=False)  # the received text, until it is
+    # counted (never stored)
 
     @property
     def ok(self) -> bool:

@@ -48,3 +48,21 @@ def test_mismatched_inputs_are_refused() -> None:
         compute_attribution(1, [BASE] * 3, [ENV] * 2)
     with pytest.raises(ValueError, match="outside"):
         compute_attribution(5, [BASE] * 3, [ENV] * 3)
+
+
+def test_a_launched_servers_port_log_and_startup_times_are_no_cause_its_kv_capacity_is() -> None:
+    """Every launch has its own port, log file, pid and startup and load times: never a cause.
+    The KV-cache capacity it reported is a fact of the setup: a change of it is named."""
+
+    def launched(night: int, kv_tokens: int) -> dict[str, object]:
+        return {**ENV, "launch": {"pid": 4000 + night, "port": 41000 + night,
+                                  "log_path": f"tracker-logs/vllm-{night}.log",
+                                  "startup_s": 41.0 + night, "model_load_s": 3.0 + night / 10,
+                                  "kv_cache_tokens": kv_tokens, "block_size": 128}}
+
+    quiet = compute_attribution(2, [BASE] * 4, [launched(n, 1048576) for n in range(4)])
+    assert quiet.nothing_changed, quiet.environment_changes
+    moved = compute_attribution(2, [BASE] * 4, [launched(n, 1048576 if n < 2 else 524288)
+                                                 for n in range(4)])
+    assert [(c.path, c.old, c.new) for c in moved.environment_changes] == \
+        [("launch.kv_cache_tokens", 1048576, 524288)]

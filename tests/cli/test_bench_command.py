@@ -190,3 +190,30 @@ def test_bench_on_two_workers_sends_the_same_requests_and_says_so(
     assert stopped.value.code == 2
     assert "--workers: must be a whole number of processes, 1 or more (got 0)" in \
         capsys.readouterr().err
+
+
+def test_bench_against_the_simulator_records_its_kind_its_counters_and_a_text_token_check(
+        sim_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "b.json"
+    code = main(["bench", "--base-url", sim_url, "--num-prompts", "8", "--max-concurrency", "4",
+                 "--random-input-len", "16", "--random-output-len", "6", "--ignore-eos",
+                 "--warmup", "3", "--json", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert (data["environment"]["target_kind"], data["simulated"]) == ("sim", True)
+    assert data["environment"]["engine"].startswith("tracker-sim ")
+    [workload] = data["workloads"]
+    server = workload["telemetry"]["server"]
+    assert (server["request_success"], server["generation_tokens"]) == (8.0, 48.0)  # no warm-up
+    assert "vllm /tokenize's count of the text received (within 1 token), which matched " \
+           "usage on 8 of the 8 requests of one token a chunk" in workload["token_count_check"]
+    assert workload["token_count_mismatches"] == 0
+
+
+def test_bench_with_a_model_the_server_does_not_serve_is_a_usage_error(
+        sim_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--base-url", sim_url, "--model", "meta-llama/Llama-3-8B",
+                 "--num-prompts", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--model meta-llama/Llama-3-8B: the server at" in err
+    assert "its /v1/models lists: sim/test-model" in err and err.count("\n") == 1

@@ -73,6 +73,8 @@ def test_extra_args_pass_through_as_vllm_flags(tmp_path: Path) -> None:
      ["c.yaml:6: engine.block_size:", "(got 12)"]),
     (BASE.replace("max_num_seqs: 64", "max_num_seqs: many"),
      ["c.yaml:7: engine.max_num_seqs:", "(got 'many')"]),
+    (BASE + "  kv_cache_dtype: fp16\n",
+     ["c.yaml:9: engine.kv_cache_dtype: must be one of auto, bfloat16, float16,", "(got 'fp16')"]),
     (BASE + "  blocksize: 16\n",
      ["c.yaml:9: engine.blocksize: unknown key", "(did you mean 'block_size'?)"]),
     (BASE.replace("kind: sim", "kind: tgi"), ["c.yaml:3: target.kind:", "'sim'"]),
@@ -91,6 +93,15 @@ def test_bad_configs_say_where_what_and_the_value(
     assert "\n" not in message
     for fragment in expected:
         assert fragment in message
+
+
+def test_the_schema_takes_the_block_sizes_and_kv_cache_dtypes_of_vllm_0_32(
+        tmp_path: Path) -> None:
+    for size, dtype in ((256, "bfloat16"), (48, "nvfp4"), (1, "int8_per_token_head")):
+        text = BASE.replace("block_size: 16", f"block_size: {size}") + \
+            f"  kv_cache_dtype: {dtype}\n"
+        engine = load_config(write(tmp_path, text)).config.engine
+        assert (engine.block_size, engine.kv_cache_dtype) == (size, dtype)
 
 
 def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:

@@ -107,6 +107,40 @@ def test_the_answer_scanner_counts_and_stamps_like_the_plain_one_and_keeps_the_t
         assert answer.answer == reference_answer(events)
 
 
+def reference_text(events: list[dict[str, Any]]) -> str:
+    """Every content chunk's text, reasoning included (what the token-count check counts)."""
+    parts = []
+    for obj in events:
+        for choice in obj.get("choices") or []:
+            delta = choice.get("delta")
+            keys = ("content", "reasoning_content", "reasoning")
+            parts += [delta.get(k) or "" for k in keys] if isinstance(delta, dict) \
+                else [choice.get("text") or ""]
+    return "".join(parts)
+
+
+ESCAPES = [chunk("", role="assistant"), chunk('a "quoted" \\ back\\slash'), chunk("\u00e9t\u00e9"),
+           chunk("line\nbreak\ttab"), chunk("😀 emoji"), chunk("\u0000nul")]
+
+
+@pytest.mark.parametrize("name", [*sorted(STREAMS), "escapes"])
+@pytest.mark.parametrize("compact", [True, False])
+def test_the_received_text_is_every_content_chunk_whatever_the_read_boundaries(
+        name: str, compact: bool) -> None:
+    events = ESCAPES if name == "escapes" else STREAMS[name]
+    body = b"".join(event(e, compact=compact) for e in events) + b"data: [DONE]\n\n"
+    rng = random.Random(name)
+    for cuts in ([], [len(body) // 2], rng.sample(range(1, len(body)), 12),
+                 list(range(1, len(body), 7))):
+        assert feed_in_reads(body, cuts).received_text == reference_text(events), cuts
+
+
+def test_json_ensure_ascii_escapes_decode_to_the_text() -> None:
+    body = b"".join(event(e) for e in ESCAPES) + b"data: [DONE]\n\n"  # json.dumps: \uXXXX
+    scanner = feed_in_reads(body, list(range(1, len(body), 5)))
+    assert scanner.received_text == 'a "quoted" \\ back\\slashétéline\nbreak\ttab😀 emoji\x00nul'
+
+
 def test_the_answer_leaves_out_the_reasoning() -> None:
     body = b"".join(event(e) for e in STREAMS["reasoning"]) + b"data: [DONE]\n\n"
     scanner = feed_in_reads(body, [], AnswerScanner())

@@ -22,23 +22,14 @@ from tests.waiting import wait_for
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.jobs.execute import execute_run
-from tracker.targets.launcher import build_command, is_group_alive, launch_server, parse_startup_log
+from tracker.targets.launcher import build_command, is_group_alive, launch_server
 from tracker.targets.resolve import open_target
 from tracker.targets.supervisor import PidRecord, process_start_ticks, write_pid_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_COMMAND = [sys.executable, "-m", "tracker.sim"]
+BLOCK_SIZE_16_LOG = Path(__file__).parent / "fixtures" / "vllm-0.32-cpu-block-size-16.log"
 FAST = {"sim_decode_base_s": 0.001, "sim_prefill_s_per_token": 0.00001, "sim_noise": 0}
-
-VLLM_LOG = """\
-INFO 11-20 10:00:00 [api_server.py:1805] vLLM API server version 0.10.1.1
-INFO 11-20 10:00:41 [gpu_model_runner.py:1953] Model loading took 74.08 GiB memory and 36.57 seconds
-INFO 11-20 10:01:02 [gpu_worker.py:276] Available KV cache memory: 32.08 GiB
-INFO 11-20 10:01:03 [kv_cache_utils.py:849] GPU KV cache size: 90,841 tokens
-INFO 11-20 10:01:03 [kv_cache_utils.py:853] Maximum concurrency for 32,768 tokens per request: 2.77x
-INFO 11-20 10:01:20 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000
-"""
-
 
 def make_loaded(engine: dict[str, Any] | None = None, **launch: Any) -> LoadedConfig:
     body = {
@@ -63,23 +54,6 @@ def log_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "logs"
     monkeypatch.setenv("TRACKER_LOG_DIR", str(directory))
     return directory
-
-
-def test_startup_facts_are_read_from_vllm_log_lines() -> None:
-    facts = parse_startup_log(VLLM_LOG)
-    assert facts.engine_version == "vllm 0.10.1.1"
-    assert facts.weights_memory_bytes == int(74.08 * 1024**3)
-    assert facts.model_load_s == 36.57
-    assert facts.kv_cache_memory_bytes == int(32.08 * 1024**3)
-    assert facts.kv_cache_tokens == 90841
-    assert facts.max_concurrency == 2.77
-
-
-def test_a_missing_startup_line_is_not_reported_rather_than_an_error() -> None:
-    facts = parse_startup_log("INFO GPU KV cache size: 1,024 tokens\nsomething else\n")
-    assert facts.kv_cache_tokens == 1024
-    assert (facts.engine_version, facts.weights_memory_bytes, facts.max_concurrency) == \
-        (None, None, None)
 
 
 def test_command_is_the_model_then_the_engine_flags_then_the_address() -> None:
@@ -110,6 +84,8 @@ async def test_launch_waits_for_health_records_the_startup_facts_and_stops_the_g
         assert record.facts.kv_cache_tokens == 458752
         assert record.facts.weights_memory_bytes == 16 * 1024**3
         assert record.facts.max_concurrency == pytest.approx(112.0)
+        assert record.facts.block_size == 16  # its /metrics' vllm:cache_config_info
+        assert record.facts.model_load_s is not None
         assert record.startup_s > 0
     assert not is_group_alive(record.pid)
     assert "Shutting down" in Path(record.log_path).read_text()  # SIGTERM, handled
@@ -159,6 +135,36 @@ async def test_a_server_that_exits_at_startup_names_the_log_and_its_last_words()
                                                r"no available memory for the cache blocks"):
         async with launch_server(loaded):
             pytest.fail("the server should have exited")
+
+
+async def test_a_failed_start_names_the_program_behind_taskset_and_the_root_cause_line(
+    tmp_path: Path, log_dir: Path,
+) -> None:
+    # a "vllm" that writes the log of vLLM 0.32's CPU build refusing --block-size 16 and exits 1
+    fake = tmp_path / "bin" / "vllm"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\nimport sys\n"
+                    f"with open({str(BLOCK_SIZE_16_LOG)!r}, newline='') as log:\n"
+                    "    sys.stderr.write(log.read())\nsys.exit(1)\n")
+    fake.chmod(0o755)
+    cpu = min(os.sched_getaffinity(0))
+    loaded = make_loaded(command=["taskset", "-c", str(cpu), str(fake), "serve"])
+    with pytest.raises(MeasurementError) as caught:
+        async with launch_server(loaded):
+            pytest.fail("the server should have exited")
+    message = str(caught.value)
+    (log_path,) = log_dir.glob("*.log")
+    assert message == (
+        f"launch: vllm exited with code 1 before it was healthy on {_url_in(message)}: ValueError: "
+        "No common block size for 16 (CPU_ATTN: [MultipleOf(32)]). (line 74 of its log "
+        f"{log_path.resolve()})")
+    assert caught.value.exit_code == 3
+
+
+def _url_in(message: str) -> str:
+    found = re.search(r"healthy on (http://\S+):", message)
+    assert found, message
+    return found.group(1)
 
 
 async def test_a_missing_command_says_how_to_fix_it() -> None:

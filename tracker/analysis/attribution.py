@@ -16,7 +16,8 @@ from typing import Any
 from tracker.inputs.config_diff import Change, compute_config_diff
 
 # environment keys that identify a machine run to run but say nothing about its performance
-VOLATILE_ENVIRONMENT_KEYS = frozenset({"pid", "started_at", "hostname_id"})
+VOLATILE_ENVIRONMENT_KEYS = frozenset({  # differ between runs of one setup: never a cause
+    "pid", "started_at", "hostname_id", "port", "log_path", "startup_s", "model_load_s"})
 ATTRIBUTION_TOLERANCE = 2  # runs either side of a change point's estimated location
 
 

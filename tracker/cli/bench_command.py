@@ -14,7 +14,10 @@ BPE tokenizers), a seeded sample of a ShareGPT JSON (``sharegpt``) or of a JSONL
   infinite rate this is a closed loop of ``--max-concurrency`` workers.
 ``--workers N`` sends the one planned load from N processes (tracker.load.workers).
 The measurement is the suites' own (tracker.load.generator, tracker.load.summary), so the numbers and the
-``--json`` (``tracker.run/1``, one workload) mean exactly what a stored run's do.
+``--json`` (``tracker.run/1``, one workload) mean exactly what a stored run's do: the server's
+``/metrics`` from the end of the warm-up to the last request, the token counts checked against
+the model's tokenizer's count of the text received, and the target's kind from its ``/version``
+(``vllm``, ``sim`` for the tracker's simulator, else ``openai``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,7 +42,7 @@ from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
 from tracker.inputs.sources import DatasetPrompts, SyntheticPrompts, TracePrompts
 from tracker.inputs.suites import PromptSource, Slos, Suite, Workload, build_loaded_suite
-from tracker.inputs.traffic import describe_fallback
+from tracker.inputs.traffic import WorkloadTraffic, describe_fallback
 from tracker.load.bodies import build_request_specs
 from tracker.load.generator import Endpoint, LoadGenerator
 from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
@@ -51,8 +54,11 @@ from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json
 from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
-from tracker.targets.exact_prompts import build_exact_traffic
-from tracker.targets.tokenizers import find_tokenizer_file
+from tracker.targets.exact_prompts import adapt_suite_traffic
+from tracker.targets.output_tokens import run_output_token_counts, with_token_check
+from tracker.targets.server_check import ServerFacts, run_server_facts
+from tracker.targets.tokenizers import Tokenizer, find_tokenizer_file, open_tokenizer
+from tracker.telemetry.server_metrics import ServerScraper
 
 NAME = "bench"
 
@@ -173,6 +179,27 @@ class BenchOutcome:
     model: str
     result: WorkloadResult
     prompt_facts: Mapping[str, object]  # which tokenizer the prompt lengths are exact in
+    server: ServerFacts | None = None  # what the server said about itself (None: not asked)
+
+    @property
+    def target_kind(self) -> str:
+        """``vllm`` or ``sim`` where the server's /version says so, else ``openai``."""
+        if self.server is None or self.server.engine is None:
+            return "openai"
+        return "sim" if self.server.simulated else "vllm" if self.server.routes_by_model \
+            else "openai"
+
+
+def check_bench_model(facts: ServerFacts, model: str, base_url: str) -> None:
+    """A ``--model`` a vLLM (or the simulator) does not serve: a usage error naming the ones
+    it does, before any request."""
+    if facts.models is None or not facts.routes_by_model \
+            or any(m.name == model for m in facts.models):
+        return
+    listed = ", ".join(m.name for m in facts.models[:8]) or "no model"
+    raise UsageError(f"--model {model}: the server at {base_url} ({facts.engine}) does not serve "
+                     f"it; its /v1/models lists: {listed}. Pass one of those (or leave --model "
+                     "out for the first)")
 
 
 def _local_tokenizer(args: BenchArgs) -> Path | None:
@@ -187,16 +214,31 @@ def _local_tokenizer(args: BenchArgs) -> Path | None:
 
 async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOutcome:
     """The measured workload, its prompts at exact lengths in the model's tokenizer (the
-    server's /tokenize or --tokenizer) where one is found, else in words."""
+    server's /tokenize or --tokenizer) where one is found, else in words; the server's
+    counters over it (after the warm-up) and its token counts checked against the tokenizer."""
     workload = build_workload(args)
     endpoint = Endpoint(args.base_url, _headers(args))
     suite = build_loaded_suite(Suite(name=NAME, seed=args.seed, workloads=[workload]), "-")
     local = _local_tokenizer(args)
     model = args.model or await fetch_first_model(endpoint)  # bad input fails before this
-    exact = await build_exact_traffic(suite, endpoint, model, local)
-    if progress is not None and exact.fallback is not None:
-        progress.write(describe_fallback(exact.tokenizer, exact.fallback) + "\n")
-    traffic = exact.traffic[NAME]
+    facts = await run_server_facts(endpoint)
+    check_bench_model(facts, model, args.base_url)
+    async with open_tokenizer(endpoint, model, local) as tokenizer:
+        exact = await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)
+        if progress is not None and exact.fallback is not None:
+            progress.write(describe_fallback(exact.tokenizer, exact.fallback) + "\n")
+        result = await _run_workload(args, workload, endpoint, exact.traffic[NAME], model,
+                                     tokenizer, progress)
+    workers = int((result.params.get("load") or {}).get("workers", 1))
+    return BenchOutcome(model, result, {**exact.environment_facts(), "load_workers": workers},
+                        facts)
+
+
+async def _run_workload(args: BenchArgs, workload: Workload, endpoint: Endpoint,
+                        traffic: WorkloadTraffic, model: str, tokenizer: Tokenizer,
+                        progress: TextIO | None) -> WorkloadResult:
+    """The one phase, with the server's /metrics from the end of its warm-up to its end, and
+    its text received counted in ``tokenizer`` (after the phase) for the token-count check."""
     warmup, measured = build_request_specs(workload, traffic, model=model,
                                            supports_ignore_eos=args.ignore_eos)
     phase = WorkloadPhases(workload, args.seed, traffic).next_phase()
@@ -208,26 +250,36 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOut
             progress.write(f"\r{done}/{total} requests")
             progress.flush()
 
-    generator = (WorkerPool(endpoint, plan, args.workers, on_progress=on_progress)
-                 if args.workers > 1 else LoadGenerator(endpoint, plan, on_progress=on_progress))
-    outcome = await generator.run()
+    scraper = ServerScraper(endpoint)
+    generator = (WorkerPool(endpoint, plan, args.workers, on_progress=on_progress,
+                            on_warmed=scraper.start)
+                 if args.workers > 1 else LoadGenerator(endpoint, plan, on_progress=on_progress,
+                                                        on_warmed=scraper.start))
+    try:
+        outcome = await generator.run()
+    finally:
+        server = await scraper.stop()
     if progress is not None:
         progress.write("\n")
+    counted = await run_output_token_counts(outcome.records, tokenizer)
+    outcome = replace(outcome, records=counted.records)
     workers = generator.workers if isinstance(generator, WorkerPool) else 1
     result = with_workers(compute_phase_result(workload, phase, plan, outcome), workers)
-    return BenchOutcome(model, result, {**exact.environment_facts(), "load_workers": workers})
+    return with_token_check(replace(result, server=server), counted.check)
 
 
 def build_run(args: BenchArgs, model: str, result: WorkloadResult,
-              prompt_facts: Mapping[str, object] | None = None) -> RunResult:
+              prompt_facts: Mapping[str, object] | None = None, *,
+              target_kind: str = "openai", engine: str | None = None) -> RunResult:
     """The ad-hoc run in the ``tracker.run/1`` shape (run_id 0: nothing is stored)."""
     body = {"base_url": args.base_url, "model": model, "endpoint_type": args.endpoint_type}
     version = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     status = RunStatus.COMPLETED if result.summary.completed else RunStatus.FAILED
-    environment = collect_environment(target_kind="openai", engine=None)
+    environment = collect_environment(target_kind=target_kind, engine=engine)
     environment.update(prompt_facts or {})
     return RunResult(
-        run_id=0, status=status, simulated=False, config=VersionRef("adhoc", version),
+        run_id=0, status=status, simulated=target_kind == "sim",
+        config=VersionRef("adhoc", version),
         suite=VersionRef(NAME, hashlib.sha256(json.dumps(dict(result.params), sort_keys=True,
                                                          default=str).encode()).hexdigest()),
         started_at=result.started_at, ended_at=result.ended_at, host=str(environment["host"]),
@@ -256,7 +308,9 @@ def execute_bench(args: BenchArgs, quiet: bool = False) -> BenchOutcome:
 
 
 def bench_json(args: BenchArgs, outcome: BenchOutcome) -> dict[str, Any]:
-    data = render_run_json(build_run(args, outcome.model, outcome.result, outcome.prompt_facts))
+    engine = None if outcome.server is None else outcome.server.engine
+    data = render_run_json(build_run(args, outcome.model, outcome.result, outcome.prompt_facts,
+                                     target_kind=outcome.target_kind, engine=engine))
     data["run_id"] = None  # ad hoc: not stored
     return data
 

@@ -42,7 +42,12 @@ def run_gate_bisection(engine: Engine, sides: tuple[ConfigSide, ConfigSide],
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    from tracker.cli.gate_commands import compute_design, compute_options, write_reports
+    from tracker.cli.gate_commands import (
+        check_sides_engines,
+        compute_design,
+        compute_options,
+        write_reports,
+    )
     from tracker.gate.config_refs import load_config_ref
     from tracker.gate.gating import run_config_gate
     from tracker.inputs.suites import load_suite
@@ -56,6 +61,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     base = load_config_ref(args.base, args.db)
     head = load_config_ref(args.head, args.db)
     suite = load_suite(args.suite)
+    check_sides_engines(base, head)  # a flag the vLLM refuses fails before the first round
     engine = open_store(resolve_db_url(args.db))
     try:
         gate = run_config_gate(engine, base, head, suite, design, options, quiet=args.quiet)

@@ -8,6 +8,7 @@ from tracker.errors import UsageError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import load_config
 from tracker.targets.doctor import DoctorTarget, render_diagnosis, run_doctor
+from tracker.targets.vllm_install import check_vllm_engine
 
 COMMAND = "doctor"
 
@@ -16,7 +17,9 @@ def resolve_target(args: argparse.Namespace) -> DoctorTarget:
     if args.config:
         if args.base_url or args.model:
             raise UsageError("doctor: give --config, or --base-url with --model, not both")
-        target = load_config(args.config).config.target
+        loaded = load_config(args.config)
+        check_vllm_engine(loaded)  # a flag or value the vLLM refuses: exit 2, whatever else
+        target = loaded.config.target
         if target.base_url is None:
             raise UsageError(
                 f"{args.config}: target has no base_url: doctor checks a running endpoint; a "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,9 @@ from tracker.redaction import redact_text
 from tracker.reports.diff_report import render_diff_text
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from tracker.gate.config_refs import ConfigSide
     from tracker.gate.gating import GateDesign, GateOptions, GateResult
     from tracker.gate.probes import BisectResult
 
@@ -124,6 +128,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             base = load_config_ref(args.base, args.db)
             head = load_config_ref(args.head, args.db)
             suite = load_suite(args.suite)
+            check_sides_engines(base, head)
             result = run_config_gate(engine, base, head, suite, design, options,
                                      quiet=args.quiet)
             if args.bisect and result.exit_code == ExitCode.REGRESSION:
@@ -132,23 +137,43 @@ def cmd_gate(args: argparse.Namespace) -> int:
                 bisect = run_gate_bisection(engine, (base, head), suite, result, args)
         else:
             result = compare_stored_runs(engine, args.base_run, args.head_run, options)
+        warnings = fetch_gate_warnings(engine, result)
     finally:
         engine.dispose()
-    write_reports(result, args, bisect)
+    write_reports(result, args, bisect, warnings)
     return result.exit_code
 
 
+def fetch_gate_warnings(engine: Engine, result: GateResult) -> dict[int, tuple[str, ...]]:
+    """The server-check warnings of the gate's runs, by run id (shown in its reports)."""
+    from sqlalchemy.orm import Session
+
+    from tracker.store.runs import fetch_run_warnings
+
+    with Session(engine) as session:
+        return fetch_run_warnings(session, [*result.base_run_ids, *result.head_run_ids])
+
+
+def check_sides_engines(*sides: ConfigSide) -> None:
+    """Each side's engine block against the vLLM that will run it, before the first round."""
+    from tracker.targets.vllm_install import check_vllm_engine
+
+    for side in sides:
+        check_vllm_engine(side.loaded)
+
+
 def write_reports(result: GateResult, args: argparse.Namespace,
-                  bisect: BisectResult | None = None) -> None:
+                  bisect: BisectResult | None = None,
+                  warnings: Mapping[int, Sequence[str]] | None = None) -> None:
     """Each report through the one redaction (the Markdown becomes a public PR comment)."""
     from tracker.reports.gate_report import render_gate_json, render_gate_junit, render_gate_markdown
 
-    markdown = render_gate_markdown(result, bisect)
+    markdown = render_gate_markdown(result, bisect, warnings)
     if args.markdown:
         write_text(args.markdown, markdown, "--markdown")
     if args.junit:
         write_text(args.junit, render_gate_junit(result), "--junit")
     if args.json:
-        write_json(args.json, render_gate_json(result, bisect))
+        write_json(args.json, render_gate_json(result, bisect, warnings))
     if args.json != "-":
         sys.stdout.write(redact_text(markdown))

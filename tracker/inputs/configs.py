@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from tracker.errors import ConfigError, SecretInConfigError
+from tracker.inputs.vllm_args import KV_CACHE_DTYPES
 from tracker.inputs.yamlfile import Loc, format_loc, read_yaml_mapping, validate_model, where
 from tracker.redaction import contains_token, is_secret_name
 
@@ -41,21 +42,57 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class EngineArgs(_Strict):
-    """vLLM engine args; ``None`` leaves the engine's own default. Unknown flags go in extra_args."""
+@dataclass(frozen=True, slots=True)
+class EngineFlag:
+    """One engine arg as ``vllm serve`` flags: its key under ``engine`` (``block_size``,
+    ``extra_args.enforce_eager``), the flag's name (``enforce_eager``) and the flags."""
 
-    block_size: Literal[1, 8, 16, 32, 64, 128] | None = None
+    key: str
+    name: str
+    flags: tuple[str, ...]  # empty for an extra_args value of null (no flag at all)
+
+    @property
+    def shown(self) -> str:
+        """The value as the flags give it: ``4``, ``fp8``, ``true``."""
+        if len(self.flags) > 1:
+            return " ".join(self.flags[1:])
+        return "false" if self.flags and self.flags[0].startswith("--no-") else "true"
+
+
+class EngineArgs(_Strict):
+    """vLLM engine args; ``None`` leaves the engine's own default. Unknown flags go in extra_args.
+
+    The schema takes what the vLLM versions the tracker knows take (tracker.inputs.vllm_args);
+    whether the vLLM that will run the config has a flag, and takes a value, is checked against
+    that version before a run starts (tracker.targets.vllm_install)."""
+
+    block_size: PositiveInt | None = None  # tokens per KV block: 1, 8 or a multiple of 16
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     max_model_len: PositiveInt | None = None
     max_num_seqs: PositiveInt | None = None
     max_num_batched_tokens: PositiveInt | None = None
     quantization: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_\-]*$")
-    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] | None = None
+    kv_cache_dtype: str | None = None  # one of KV_CACHE_DTYPES
     enable_prefix_caching: bool | None = None
-    swap_space: NonNegativeFloat | None = None  # GiB of CPU swap per GPU
+    swap_space: NonNegativeFloat | None = None  # GiB of CPU swap per GPU; vLLM < 0.18 only
     tensor_parallel_size: PositiveInt | None = None
     dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | None = None
     extra_args: dict[str, ExtraValue] = Field(default_factory=dict)
+
+    @field_validator("block_size")
+    @classmethod
+    def _block_size(cls, value: int | None) -> int | None:
+        if value is not None and value not in (1, 8) and value % 16:
+            raise ValueError("must be 1, 8 or a multiple of 16 such as 16, 32, 64 or 128 (a "
+                             "CPU build of vLLM needs a multiple of 32)")
+        return value
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _kv_cache_dtype(cls, value: str | None) -> str | None:
+        if value is not None and value not in KV_CACHE_DTYPES:
+            raise ValueError(f"must be one of {', '.join(KV_CACHE_DTYPES)}")
+        return value
 
     @field_validator("extra_args")
     @classmethod
@@ -78,11 +115,14 @@ class EngineArgs(_Strict):
 
     def as_flags(self) -> list[str]:
         """The engine args as ``vllm serve`` flags, in a stable order."""
-        flags: list[str] = []
+        return [flag for item in self.flag_items() for flag in item.flags]
+
+    def flag_items(self) -> list[EngineFlag]:
+        """Each engine arg that is set, with its flags, in ``as_flags``' order."""
         values = self.model_dump(exclude={"extra_args"}, exclude_none=True)
-        for key, value in [*values.items(), *sorted(self.extra_args.items())]:
-            flags.extend(_flag(key, value))
-        return flags
+        return [*(EngineFlag(key, key, tuple(_flag(key, value))) for key, value in values.items()),
+                *(EngineFlag(f"extra_args.{key}", key, tuple(_flag(key, value)))
+                  for key, value in sorted(self.extra_args.items()))]
 
 
 def _flag(key: str, value: ExtraValue) -> list[str]:
@@ -114,6 +154,19 @@ class LaunchSettings(_Strict):
     env: dict[str, str] = Field(default_factory=dict)  # literal values (never a secret)
     env_from: list[str] = Field(default_factory=list)  # variables passed through by name
     startup_timeout_s: PositiveFloat = 900.0
+    # the server's CPUs (tracker/targets/pinning.py); the tracker's client keeps off them
+    cpus: list[int] | None = Field(default=None, min_length=1)
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpu_ids(cls, value: object) -> object:
+        if value is None:
+            return value
+        if not isinstance(value, list) or not all(type(cpu) is int and cpu >= 0 for cpu in value):
+            raise ValueError("must list CPU ids, whole numbers from 0 (e.g. [0] or [0, 1])")
+        if len(set(value)) != len(value):
+            raise ValueError("names a CPU twice; list each once")
+        return value
 
     @field_validator("command")
     @classmethod

@@ -48,6 +48,7 @@ from tracker.store.runs import (
     save_workload,
 )
 from tracker.targets.resolve import check_target_inputs
+from tracker.targets.vllm_install import check_vllm_engine
 from tracker.telemetry import TelemetrySettings
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,7 @@ def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
     suite's sample, as a gate asks it; ``origin``: a gate's or a bisection's run, kept apart
     from the config's history)."""
     check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
+    check_vllm_engine(config)  # so does a flag or value the vLLM that will run it refuses
     config_version_id, suite_id = register_inputs(engine, config, suite)
     sink = StoreSink(engine, config_version_id, suite_id, origin)
     runner = SuiteRunner(config, suite, sink, progress, telemetry, run_ordinal=run_ordinal,

@@ -43,8 +43,9 @@ GC_CHECK_S = 1.0
 # the loop thread busy at least this share of the wall time: its own work made it late
 # (overloaded); below it, a lagging loop was kept off the CPU by others (starved)
 OVERLOADED_CPU_FRACTION = 0.5
-PIN_EXAMPLE = ("taskset -c 0 vllm serve … (with VLLM_CPU_OMP_THREADS_BIND=0 on a CPU build), and "
-               "taskset -c 1 tracker run …")
+PIN_EXAMPLE = ("a launched server: target.launch.cpus: [0] in the config, and the tracker keeps off "
+               "CPU 0; an attached one: taskset -c 0 vllm serve … (with VLLM_CPU_OMP_THREADS_BIND=0 "
+               "on a CPU build), and taskset -c 1 tracker run …")
 
 
 class BoundKind(StrEnum):

@@ -45,6 +45,9 @@ ProgressCallback = Callable[[int, int], None]
 ScheduledJob = Callable[[int, float, float], Awaitable[None]]  # (index, planned, ready)
 
 MAX_WARM_CONNECTIONS = 1024
+TEXT_KEPT_REQUESTS = 2048  # the received text is kept (for the token-count check) for the
+# requests numbered below this; later ones are checked against their chunk counts
+WarmedCallback = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +168,7 @@ def _finish_record(index: int, spec: RequestSpec, sent: float, scanner: StreamSc
         scheduled_start_s=scheduled, output_chunks=len(times),
         requested_input_tokens=spec.requested_input_tokens,
         cached_input_tokens=scanner.cached_tokens,
+        output_text=scanner.received_text if index < TEXT_KEPT_REQUESTS else None,
     )
 
 
@@ -227,14 +231,19 @@ class LoadGenerator:
     """Runs one ``LoadPlan``: warm-up (not measured), then the measured requests.
 
     ``records`` fills as requests finish, so a caller that is cancelled can keep what was measured.
+    ``on_warmed``, when given, is awaited once the warm-up has ended and before the measured
+    phase's clock starts (the server telemetry's first scrape: its counters then leave the
+    warm-up out).
     """
 
     def __init__(self, endpoint: Endpoint, plan: LoadPlan, *, clock: Clock = time.perf_counter,
-                 on_progress: ProgressCallback | None = None) -> None:
+                 on_progress: ProgressCallback | None = None,
+                 on_warmed: WarmedCallback | None = None) -> None:
         self.endpoint = endpoint
         self.plan = plan
         self.clock = clock
         self.on_progress = on_progress
+        self.on_warmed = on_warmed
         self.records: list[RequestRecord] = []
         self.t0: float | None = None
         self.started_at: datetime | None = None
@@ -245,6 +254,8 @@ class LoadGenerator:
         async with open_client(self.endpoint, self.clock) as client:
             await self._warm_pool(client)
             await self._run_warmup(client)
+            if self.on_warmed is not None:
+                await self.on_warmed()
             self.t0 = await self._wait_for_start()
             self.started_at = datetime.now(UTC)
             self.probe.start()

@@ -31,6 +31,7 @@ from tracker.load.generator import (
     LoadGenerator,
     LoadPlan,
     ProgressCallback,
+    WarmedCallback,
     is_messages_path,
     run_request,
 )
@@ -69,8 +70,10 @@ class SessionGenerator(LoadGenerator):
 
     def __init__(self, endpoint: Endpoint, plan: SessionPlan, *,
                  clock: Clock = time.perf_counter,
-                 on_progress: ProgressCallback | None = None) -> None:
-        super().__init__(endpoint, plan.load, clock=clock, on_progress=on_progress)
+                 on_progress: ProgressCallback | None = None,
+                 on_warmed: WarmedCallback | None = None) -> None:
+        super().__init__(endpoint, plan.load, clock=clock, on_progress=on_progress,
+                         on_warmed=on_warmed)
         self.sessions = plan
 
     @property

@@ -1,13 +1,14 @@
 """Server-sent events of an OpenAI-compatible stream, scanned per network read.
 
 What the metrics need from a stream is small: which reads carried how many content chunks, the
-server's ``usage``, whether ``[DONE]`` came, and whether anything was wrong. So a read is scanned
-as a block, not event by event:
+text they carried (for the token-count check, ``tracker.targets.output_tokens``), the server's
+``usage``, whether ``[DONE]`` came, and whether anything was wrong. So a read is scanned as a
+block, not event by event:
 
 - the fast path: a block whose every event is ``data: {…}`` with a ``choices`` list, and which
   holds no ``"usage"``, ``"error"`` or ``[DONE]``, is checked with one regular expression and
   counted with byte searches (a content chunk is a ``content``/``text``/``reasoning`` value that
-  is not the empty string);
+  is not the empty string; its escaped text is kept as bytes and decoded once, at the end);
 - everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
   fast path does not recognise) is parsed line by line with ``json.loads``.
 Both paths give the same counts; tests/load/test_sse.py checks them against each other.
@@ -29,7 +30,11 @@ ERROR_TEXT_LIMIT = 300
 
 _BLOCK = re.compile(rb"(?:data: ?\{[^\n]*\}\r?\n|\r?\n)*")  # object events and blank lines
 _CHOICES = re.compile(rb'"choices"\s*:\s*\[')
-_CONTENT = re.compile(rb'"(?:content|text|reasoning_content|reasoning)"\s*:\s*"(?!")')
+# a non-empty content value; the group is its JSON-escaped text (escapes never span two values,
+# so escaped parts joined are the escaped whole)
+_CONTENT = re.compile(rb'"(?:content|text|reasoning_content|reasoning)"\s*:\s*"(?!")'
+                      rb'([^"\\]*(?:\\.[^"\\]*)*)"')
+_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
 
 
 class StreamError(Exception):
@@ -70,15 +75,44 @@ def _content_of(choice: Any) -> bool:
         return False
     delta = choice.get("delta")
     if isinstance(delta, dict):
-        return any(delta.get(key) for key in ("content", "reasoning_content", "reasoning"))
+        return any(delta.get(key) for key in _TEXT_KEYS)
     return bool(choice.get("text"))
+
+
+def _texts_of(choice: Any) -> list[str]:
+    """The non-empty texts one choice of an event carries (answer and reasoning alike)."""
+    if not isinstance(choice, dict):
+        return []
+    delta = choice.get("delta")
+    values = [delta.get(key) for key in _TEXT_KEYS] if isinstance(delta, dict) \
+        else [choice.get("text")]
+    return [value for value in values if isinstance(value, str) and value]
+
+
+def join_received_text(parts: list[bytes | str]) -> str | None:
+    """The text of a stream's parts: the fast path's JSON-escaped bytes and the parsed events'
+    strings, in order; None when an escaped part does not decode."""
+    out: list[str] = []
+    run: list[bytes] = []
+    try:
+        for part in [*parts, ""]:
+            if isinstance(part, bytes):
+                run.append(part)
+                continue
+            if run:
+                out.append(json.loads(b'"' + b"".join(run) + b'"'))
+                run = []
+            out.append(part)
+    except (ValueError, RecursionError):
+        return None
+    return "".join(out)
 
 
 class StreamScanner:
     """Feeds on the bytes of one response, read by read; ``chunk_times`` gets one stamp per chunk."""
 
     __slots__ = ("cached_tokens", "chunk_times", "completion_tokens", "done", "end_s", "model",
-                 "pending", "prompt_tokens", "verified")
+                 "pending", "prompt_tokens", "text_parts", "verified")
 
     def __init__(self) -> None:
         self.chunk_times: list[float] = []
@@ -90,6 +124,12 @@ class StreamScanner:
         self.model: str | None = None  # the model the server says answered (may differ)
         self.pending = b""
         self.verified = False  # one event has been fully parsed (the fast path trusts the rest)
+        self.text_parts: list[bytes | str] = []  # the content received (``received_text``)
+
+    @property
+    def received_text(self) -> str | None:
+        """Every content chunk's text joined (answer and reasoning); None: it did not decode."""
+        return join_received_text(self.text_parts)
 
     def feed(self, data: bytes, now: float) -> None:
         """One network read, stamped ``now``; raises StreamError for a stream that is wrong."""
@@ -135,9 +175,10 @@ class StreamScanner:
         if events != block.count(b'"choices":[') and events != len(_CHOICES.findall(block)):
             self._slow(block, now)  # an event without a choices list, or "data:" in a value
             return
-        chunks = len(_CONTENT.findall(block))
-        if chunks:
-            self.chunk_times.extend([now] * chunks)
+        texts = _CONTENT.findall(block)
+        if texts:
+            self.chunk_times.extend([now] * len(texts))
+            self.text_parts.extend(texts)
 
     def _slow(self, block: bytes, now: float) -> None:
         for raw in block.split(b"\n"):
@@ -178,6 +219,7 @@ class StreamScanner:
         chunks = sum(1 for choice in choices if _content_of(choice))
         if chunks:
             self.chunk_times.extend([now] * chunks)
+            self.text_parts.extend(text for choice in choices for text in _texts_of(choice))
 
 
 def _answer_part(choice: Any) -> str | None:
@@ -247,6 +289,8 @@ class AnthropicScanner(StreamScanner):
             delta = event.get("delta")
             if isinstance(delta, dict) and (delta.get("text") or delta.get("thinking")):
                 self.chunk_times.append(now)
+                self.text_parts.extend(v for v in (delta.get("thinking"), delta.get("text"))
+                                       if isinstance(v, str) and v)
                 self._text(delta)
         elif kind == "message_delta":
             usage = event.get("usage")

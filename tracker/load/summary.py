@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from tracker.load.slo import Slo, compute_goodput
+from tracker.load.token_check import compute_token_count_check
 from tracker.results import (
     ClientHealth,
     RequestRecord,
@@ -36,13 +37,10 @@ def _per_second(amount: float, duration_s: float) -> float | None:
 
 
 def compute_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
-    """Successful requests whose server usage differs from the content chunks received; None
-    when no request had both counts (a server without usage)."""
-    both = [r for r in records if r.ok and r.output_tokens_source is TokenSource.USAGE
-            and r.output_chunks is not None]
-    if not both:
-        return None
-    return sum(1 for r in both if r.output_chunks != r.output_tokens)
+    """Successful requests whose server usage does not fit what arrived
+    (``tracker.load.token_check``: more chunks than tokens, or, where a chunk carried several,
+    the model's tokenizer's count of the text); None when no request had usage."""
+    return compute_token_count_check(records).mismatches
 
 
 INPUT_TOKEN_SLACK = 1  # a prompt's first word may merge with a chat template's last token

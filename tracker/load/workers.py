@@ -42,6 +42,7 @@ from tracker.load.generator import (
     LoadPlan,
     ProgressCallback,
     ScheduledJob,
+    WarmedCallback,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
 from tracker.load.shares import (
@@ -180,9 +181,13 @@ async def _schedule_share(generator: _WorkerGenerator | _WorkerSessionGenerator,
 
 
 def _pin(cpu: int | None) -> None:
-    if cpu is not None:
-        with contextlib.suppress(AttributeError, OSError):  # not allowed here: unpinned
+    """A worker on ``cpu``; not given one, on its coordinator's CPUs: the forkserver it comes
+    from may have started before a launched server took some (``target.launch.cpus``)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # not allowed here: unpinned
+        if cpu is not None:
             os.sched_setaffinity(0, {cpu})
+        elif (coordinator := multiprocessing.parent_process()) is not None and coordinator.pid:
+            os.sched_setaffinity(0, os.sched_getaffinity(coordinator.pid))
 
 
 async def _run_job(job: WorkerJob, link: Start) -> WorkerOutcome:
@@ -301,10 +306,12 @@ class WorkerPool:
 
     def __init__(self, endpoint: Endpoint, plan: Plan, workers: int, *,
                  clock: Clock = time.perf_counter,
-                 on_progress: ProgressCallback | None = None) -> None:
+                 on_progress: ProgressCallback | None = None,
+                 on_warmed: WarmedCallback | None = None) -> None:
         if workers < 2:
             raise ValueError("a worker pool is for two or more workers; use LoadGenerator")
         self.endpoint, self.plan, self.clock, self.on_progress = endpoint, plan, clock, on_progress
+        self.on_warmed = on_warmed  # awaited once every worker has run its warm-up share
         cpus = sorted(_usable_cpus())
         self.shares = compute_shares(plan.concurrency, workers, cpus if len(cpus) > 1 else None)
         self.t0: float | None = None
@@ -362,6 +369,8 @@ class WorkerPool:
 
     async def _run(self, channels: list[_Channel]) -> None:
         await asyncio.gather(*(c.until("ready", self._progress) for c in channels))
+        if self.on_warmed is not None:
+            await self.on_warmed()
         self.t0 = self.clock() + START_MARGIN_S
         self.started_at = datetime.now(UTC) + timedelta(seconds=START_MARGIN_S)
         for channel in channels:

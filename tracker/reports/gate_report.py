@@ -6,6 +6,7 @@ An edge: seconds become milliseconds here. The verdicts are ``tracker.analysis``
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracker.analysis import Outcome, Verdict
@@ -88,6 +89,25 @@ def render_client_line(result: GateResult) -> str | None:
             "measured): " + " · ".join(parts))
 
 
+def render_warnings_line(result: GateResult,
+                         warnings: Mapping[int, Sequence[str]] | None) -> str | None:
+    """"**Server checks** (where a run's server contradicts its config): engine.block_size: …
+    (base runs 3, 4)", one entry a distinct warning; None when no run of the gate has one."""
+    if not warnings:
+        return None
+    sides: dict[str, list[str]] = {}
+    for side, ids in (("base", result.base_run_ids), ("head", result.head_run_ids)):
+        for run_id in ids:
+            for warning in warnings.get(run_id, ()):
+                sides.setdefault(warning, []).append(f"{side} {run_id}")
+    if not sides:
+        return None
+    parts = [f"{escape_markdown(warning)} (runs {', '.join(runs)})"
+             for warning, runs in sides.items()]
+    return ("**Server checks** (where a run's server contradicts its config; the run measured "
+            "the server as it ran): " + " · ".join(parts))
+
+
 def render_change(verdict: Verdict) -> str:
     if verdict.rel_change is None or verdict.ci is None:
         return "-"
@@ -148,7 +168,10 @@ def _table_row(row: GateRow) -> str:
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
-def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None) -> str:
+def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None,
+                         warnings: Mapping[int, Sequence[str]] | None = None) -> str:
+    """The PR comment; ``warnings``: the runs' server-check warnings by run id
+    (``tracker.store.runs.fetch_run_warnings``)."""
     order = "interleaved base/head" if result.interleaved else "stored runs"
     runs = (f"base runs {', '.join(map(str, result.base_run_ids))} · head runs "
             f"{', '.join(map(str, result.head_run_ids))} ({order})")
@@ -180,6 +203,9 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None)
     client = render_client_line(result)
     if client is not None:
         lines += [client, ""]
+    checks = render_warnings_line(result, warnings)
+    if checks is not None:
+        lines += [checks, ""]
     if result.quality is not None:
         lines += render_quality_markdown(result.quality)
     if result.problems:
@@ -272,9 +298,11 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> dict[str, Any]:
+def render_gate_json(result: GateResult, bisect: BisectResult | None = None,
+                     warnings: Mapping[int, Sequence[str]] | None = None) -> dict[str, Any]:
     """The JSON verdict; values in the metric's SI unit (seconds, req/s, tokens/s); with a
-    bisection, its culprits under ``bisect``."""
+    bisection, its culprits under ``bisect``; ``warnings``: each run's server-check warnings
+    by run id (``run_warnings``)."""
     verdict = {
         "schema": JSON_SCHEMA,
         "outcome": result.outcome.value,
@@ -292,6 +320,7 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None) -> 
         "config_diff": [{"path": c.path, "old": c.old, "new": c.new}
                         for c in result.config_changes],
         "problems": list(result.problems),
+        "run_warnings": {str(run_id): list(found) for run_id, found in (warnings or {}).items()},
         "quality": render_quality_json(result.quality),
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
                   "note": row.note, "client_note": row.client_note, "regressed": row.regressed,

@@ -23,6 +23,7 @@ from tracker.results import (
     WorkloadResult,
     compute_latency_stats,
 )
+from tracker.targets.output_tokens import CHECK_KEY
 
 LOAD_DEFINITIONS = {
     "scheduled_ttft": "open loop only: time to first token from the request's planned start, so "
@@ -37,8 +38,13 @@ LOAD_DEFINITIONS = {
     "slo_attainment": "share of all requests, failed ones included, that met every SLO",
     "capacity_at_slo_req_per_s": "sweep: the highest planned request rate whose probe met the "
                                  "SLOs for at least min_attainment of its requests",
-    "token_count_mismatches": "successful requests whose usage.completion_tokens differs from "
-                              "the content chunks received",
+    "token_count_mismatches": "successful requests whose usage.completion_tokens does not fit "
+                              "what arrived: more content chunks than usage tokens (a chunk "
+                              "carries one token or more), or, where chunks carried several, "
+                              "more than 1 token away from the model's tokenizer's count of the "
+                              "text received, once that tokenizer matched usage on the "
+                              "workload's requests of one token a chunk; token_count_check says "
+                              "what was compared",
     "input_token_count_mismatches": "successful requests whose usage.prompt_tokens is not the "
                                     "input length the suite asked for (requested_input_tokens) "
                                     "plus the workload's input_token_overhead, within one token",
@@ -93,6 +99,7 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
         "slos": result.params.get("slos"),
         "capacity_at_slo_req_per_s": s.capacity_at_slo_req_per_s,
         "token_count_mismatches": s.token_count_mismatches,
+        "token_count_check": result.params.get(CHECK_KEY),
         "input_token_count_mismatches": s.input_token_count_mismatches,
         "input_token_overhead": compute_input_token_overhead(result.records),
         "prefix_cache_hit_rate": None if hit_rate is None else hit_rate[0],
@@ -167,7 +174,8 @@ def render_request_json(record: RequestRecord) -> dict[str, Any]:
         "e2el_ms": to_ms(record.e2el_s), "scheduled_ttft_ms": to_ms(record.scheduled_ttft_s),
         "itl_ms": [gap * 1000.0 for gap in record.itl_s], "output_tokens": record.output_tokens,
         "output_tokens_source": record.output_tokens_source, "output_chunks": record.output_chunks,
-        "requested_input_tokens": requested, "input_tokens": used,
+        "output_text_tokens": record.output_text_tokens, "requested_input_tokens": requested,
+        "input_tokens": used,
         "input_tokens_source": record.input_tokens_source,
         "input_tokens_delta": used - requested
         if used is not None and requested is not None and record.ok else None,
@@ -209,8 +217,10 @@ def render_load_lines(workloads: Sequence[WorkloadResult]) -> list[str]:
                          f"{s.scheduled_ttft.p99_s * 1000:.1f} ms (from the send "
                          f"{s.ttft.p99_s * 1000:.1f} ms)")
         if s.token_count_mismatches:
+            check = w.params.get(CHECK_KEY)
             lines.append(f"{w.name}: {s.token_count_mismatches} requests where the server's token "
-                         "count differs from the chunks received")
+                         "count does not fit what arrived"
+                         + (f" (checked against {check})" if check else ""))
         if s.input_token_count_mismatches:
             overhead = compute_input_token_overhead(w.records)
             lines.append(f"{w.name}: {s.input_token_count_mismatches} requests where the server's "

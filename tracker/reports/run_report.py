@@ -26,7 +26,13 @@ from tracker.reports.telemetry_report import (
     render_server_json,
     render_telemetry_lines,
 )
-from tracker.results import IMPORT_KEY, LatencyStats, RunResult, WorkloadResult
+from tracker.results import (
+    IMPORT_KEY,
+    LatencyStats,
+    RunResult,
+    WorkloadResult,
+    compute_run_warnings,
+)
 
 SCHEMA = "tracker.run/1"
 
@@ -137,6 +143,7 @@ def render_run_json(run: RunResult) -> dict[str, Any]:
         "status": run.status.value,
         "status_reason": run.status_reason,
         "simulated": run.simulated,
+        "warnings": list(compute_run_warnings(run.environment)),
         "started_at": _iso(run.started_at),
         "ended_at": _iso(run.ended_at),
         "config": {"name": run.config.name, "version": run.config.version,
@@ -193,6 +200,7 @@ def render_run_text(run: RunResult) -> str:
         lines.append(line)
     if run.status_reason:
         lines.append(f"  reason: {run.status_reason}")
+    lines.extend(f"  warning: {warning}" for warning in compute_run_warnings(run.environment))
     lines.append(render_table(WORKLOAD_HEADERS, [render_workload_row(w) for w in run.workloads]))
     errors: Counter[str] = Counter()
     for workload in run.workloads:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tracker.metrics import GIB, SIM_MEMORY_GAUGE
 from tracker.results import (
+    SERVER_CHECK_KEY,
     GpuDeviceSummary,
     GpuTelemetry,
     QualityResult,
     RunResult,
     ServerTelemetry,
 )
+from tracker.targets.startup import compute_cache_config_facts
 from tracker.telemetry.server_metrics import merge_summaries
 
 NOT_RUN = "telemetry was not collected for this run"
@@ -168,8 +171,51 @@ def _energy_notes(run: RunResult) -> list[str]:
             if w.gpu is not None and w.gpu.energy_note]
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _startup_facts(environment: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """A launched server's ``launch`` facts, or an attached one's from the ``cache_config_info``
+    its server check kept; None when the target stated neither."""
+    launch = environment.get("launch")
+    if isinstance(launch, Mapping):
+        return "engine start", launch
+    check = environment.get(SERVER_CHECK_KEY)
+    labels = check.get("cache_config") if isinstance(check, Mapping) else None
+    if not isinstance(labels, Mapping):
+        return None
+    facts = compute_cache_config_facts({str(k): str(v) for k, v in labels.items()})
+    return "engine (attached)", facts.as_environment()
+
+
+def render_startup_line(environment: Mapping[str, Any]) -> str | None:
+    """The KV cache, block size, prefix caching, load and startup times the engine stated; a
+    fact it did not state is "not reported"."""
+    found = _startup_facts(environment)
+    if found is None:
+        return None
+    head, facts = found
+    tokens, kv_bytes = _number(facts.get("kv_cache_tokens")), _number(facts.get("kv_cache_memory_bytes"))
+    block, prefix = _number(facts.get("block_size")), facts.get("prefix_caching")
+    parts = [f"KV cache {'tokens not reported' if tokens is None else f'{tokens:,.0f} tokens'}, "
+             f"{'bytes not reported' if kv_bytes is None else f'{kv_bytes / GIB:.2f} GiB'}",
+             f"block size {'not reported' if block is None else f'{block:.0f}'}",
+             "prefix caching " + ("on" if prefix is True else "off" if prefix is False
+                                  else "not reported")]
+    if head == "engine start":
+        load_s, weights = _number(facts.get("model_load_s")), _number(facts.get("weights_memory_bytes"))
+        startup_s = _number(facts.get("startup_s"))
+        parts += [f"model load {'not reported' if load_s is None else f'{load_s:.2f} s'}",
+                  f"weights {'not reported' if weights is None else f'{weights / GIB:.2f} GiB'}",
+                  f"ready after {'-' if startup_s is None else f'{startup_s:.1f} s'}"]
+    return f"{head}: " + "; ".join(parts)
+
+
 def render_telemetry_lines(run: RunResult) -> list[str]:
     lines = [_gpu_line(run), *_energy_notes(run), _server_line(run)]
+    if (startup := render_startup_line(run.environment)) is not None:
+        lines.append(startup)
     if run.quality is not None:
         lines.append(_quality_line(run.quality))
     return lines

@@ -46,6 +46,11 @@ class ProgressPrinter:
             print(self.label + describe_fallback(tokenizer, fallback), file=self.stream,
                   flush=True)
 
+    def server_checked(self, warnings: tuple[str, ...]) -> None:
+        """One line per way the server contradicts the config, before the first workload."""
+        for warning in warnings:
+            print(f"{self.label}warning: {warning}", file=self.stream, flush=True)
+
     def _draw(self, done: int, total: int, *, force: bool) -> None:
         now = time.monotonic()
         if not force and now - self._last_draw < 0.1:

@@ -7,13 +7,19 @@ followed by its per-turn results (``tracker.load.phases.compute_turn_results``).
 
 Once the target answers, and before any body is built, the suite's prompts are cut to exact
 lengths in the model's tokenizer (``tracker.targets.exact_prompts``); the run's environment says
-which tokenizer that was, or why the word tokenizer was used instead.
+which tokenizer that was, or why the word tokenizer was used instead. The same tokenizer counts
+each workload's received text afterwards, for the token-count check
+(``tracker.targets.output_tokens``). Where the target contradicts the config (the server check in
+``tracker.targets.resolve``), the warnings go to the run's environment and to the progress.
+
+Each workload's server counters start after its warm-up (``WorkloadTelemetry.warmed``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,9 +52,14 @@ from tracker.quality.sets import QualitySet, compute_sample
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
 from tracker.runner.quality_client import run_quality_set
-from tracker.targets.exact_prompts import build_exact_traffic
+from tracker.targets.exact_prompts import adapt_suite_traffic
+from tracker.targets.output_tokens import (
+    drop_output_texts,
+    run_output_token_counts,
+    with_token_check,
+)
 from tracker.targets.resolve import SIM_ENGINE, TargetHandle, open_target
-from tracker.targets.tokenizers import resolve_tokenizer_path
+from tracker.targets.tokenizers import Tokenizer, open_tokenizer, resolve_tokenizer_path
 from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry
 
@@ -80,6 +91,8 @@ class Progress(Protocol):
     def workload_finished(self, result: WorkloadResult) -> None: ...
 
     def prompts_built(self, tokenizer: str, fallback: str | None) -> None: ...
+
+    def server_checked(self, warnings: tuple[str, ...]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +142,8 @@ class SuiteRunner:
         self.progress = progress
         self.results: list[WorkloadResult] = []
         self.traffic = suite.traffic  # what is sent: exact lengths once the target's tokenizer is known
+        self.tokenizer: Tokenizer | None = None  # the model's, while the target is up
+        self.simulated = config.config.simulated  # or the server says it is the simulator
         self.telemetry = _telemetry_settings(suite, telemetry)
 
     async def run(self) -> RunOutcome:
@@ -144,14 +159,18 @@ class SuiteRunner:
         def begin() -> int:
             if not run_ids:
                 run_ids.append(self.sink.begin(started_at=started_at, environment=environment,
-                                               simulated=self.config.config.simulated))
+                                               simulated=self.simulated))
             return run_ids[0]
 
         local_tokenizer = resolve_tokenizer_path(self.config)  # a missing file fails before launch
         try:
-            async with open_target(self.config, run_ordinal=self.run_ordinal) as handle:
+            async with open_target(self.config, run_ordinal=self.run_ordinal) as handle, \
+                    AsyncExitStack() as stack:
+                self.simulated = self.simulated or handle.simulated
                 environment.update(handle.environment_facts())
-                environment.update(await self._build_prompts(handle, local_tokenizer))
+                if self.progress is not None:
+                    self.progress.server_checked(handle.warnings)
+                environment.update(await self._build_prompts(handle, local_tokenizer, stack))
                 begin()
                 await self._run_workloads(handle)
                 await self._run_quality(handle)
@@ -166,17 +185,20 @@ class SuiteRunner:
         status, reason = self._finish(interrupted=False)
         return RunOutcome(begin(), status, reason)
 
-    async def _build_prompts(self, handle: TargetHandle,
-                             local_tokenizer: Path | None) -> dict[str, object]:
+    async def _build_prompts(self, handle: TargetHandle, local_tokenizer: Path | None,
+                             stack: AsyncExitStack) -> dict[str, object]:
         """The suite's prompts at exact lengths in the model's tokenizer (the target's
         ``/tokenize`` or the config's tokenizer.json), else in words with the reason; returns
-        what the run's environment records about it. The embedded simulator counts in words, so
-        its prompts are the suite's own without asking it."""
+        what the run's environment records about it. The tokenizer stays open on ``stack`` for
+        the token-count check. The embedded simulator counts in words, so its prompts are the
+        suite's own without asking it."""
         if self.config.config.target.kind == "sim" and local_tokenizer is None:
             facts: dict[str, object] = {"tokenizer": SIM_TOKENIZER}
         else:
-            exact = await build_exact_traffic(self.suite, handle.endpoint,
-                                              self.config.config.target.model, local_tokenizer)
+            self.tokenizer = await stack.enter_async_context(open_tokenizer(
+                handle.endpoint, self.config.config.target.model, local_tokenizer))
+            exact = await adapt_suite_traffic(self.suite.traffic, self.suite.suite.workloads,
+                                              self.tokenizer)
             self.traffic = exact.traffic
             facts = exact.environment_facts()
         if self.progress is not None:
@@ -276,31 +298,40 @@ class SuiteRunner:
 
     async def _run_workload(self, handle: TargetHandle, workload: Workload, phase: Phase,
                             plan: LoadPlan | SessionPlan, workers: int) -> WorkloadResult:
-        on_progress = self.progress.request_done if self.progress is not None else None
-        generator: LoadGenerator | WorkerPool
-        if workers > 1:
-            generator = WorkerPool(handle.endpoint, plan, workers, on_progress=on_progress)
-        elif isinstance(plan, SessionPlan):
-            generator = SessionGenerator(handle.endpoint, plan, on_progress=on_progress)
-        else:
-            generator = LoadGenerator(handle.endpoint, plan, on_progress=on_progress)
         telemetry = WorkloadTelemetry(handle.endpoint, self.telemetry,
                                       compute_gpu_skip_reason(self.config.config.target))
+        generator = self._generator(handle, plan, workers, telemetry)
         await telemetry.start()
         try:
             outcome = await generator.run()
         except asyncio.CancelledError:
             gpu, server = await telemetry.stop(complete=False)
             if generator.records:  # keep the cut-short workload, marked incomplete
-                partial = with_workers(compute_phase_result(
-                    workload, phase, plan, generator.outcome(complete=False)), workers)
+                cut = generator.outcome(complete=False)
+                cut = replace(cut, records=drop_output_texts(cut.records))
+                partial = with_workers(compute_phase_result(workload, phase, plan, cut), workers)
                 partial = self._priced(replace(partial, gpu=gpu, server=server))
                 self.sink.save_workload(len(self.results), partial)
                 self.results.append(partial)
             raise
         gpu, server = await telemetry.stop()
-        return replace(with_workers(compute_phase_result(workload, phase, plan, outcome),
-                                    workers), gpu=gpu, server=server)
+        counted = await run_output_token_counts(outcome.records, self.tokenizer)
+        outcome = replace(outcome, records=counted.records)
+        result = with_workers(compute_phase_result(workload, phase, plan, outcome), workers)
+        return with_token_check(replace(result, gpu=gpu, server=server), counted.check)
+
+    def _generator(self, handle: TargetHandle, plan: LoadPlan | SessionPlan, workers: int,
+                   telemetry: WorkloadTelemetry) -> LoadGenerator | WorkerPool:
+        """The phase's load generator; the server's counters start once its warm-up is over."""
+        on_progress = self.progress.request_done if self.progress is not None else None
+        if workers > 1:
+            return WorkerPool(handle.endpoint, plan, workers, on_progress=on_progress,
+                              on_warmed=telemetry.warmed)
+        if isinstance(plan, SessionPlan):
+            return SessionGenerator(handle.endpoint, plan, on_progress=on_progress,
+                                    on_warmed=telemetry.warmed)
+        return LoadGenerator(handle.endpoint, plan, on_progress=on_progress,
+                             on_warmed=telemetry.warmed)
 
     async def _run_quality(self, handle: TargetHandle) -> None:
         """Ask the suite's quality set (after the timed workloads, never during them): its

@@ -54,6 +54,7 @@ from tracker.store.run_queue import (
 )
 from tracker.store.runs import fetch_run
 from tracker.targets.resolve import check_target_inputs
+from tracker.targets.vllm_install import check_vllm_engine
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +258,7 @@ class Worker:
         config, suite = load_request_inputs(request)
         config = with_gpus(config, self.settings.gpus)
         check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
+        check_vllm_engine(config)  # so does a flag or value the vLLM that will run it refuses
         config_version_id, suite_id = register_inputs(self.engine, config, suite)
         sink = RequestSink(self.engine, config_version_id, suite_id, request.id, self.worker_id)
         sinks.append(sink)

@@ -32,6 +32,7 @@ from tracker.results import (
     VersionRef,
     WorkloadResult,
     WorkloadSummary,
+    compute_run_warnings,
 )
 from tracker.store.measurements import fetch_quality, fetch_workload_telemetry, save_workload_telemetry
 from tracker.store.models import (
@@ -270,6 +271,15 @@ def fetch_run(session: Session, run_id: int) -> RunResult:
         config_body=config.canonical,
         quality=fetch_quality(session, run.id),
     )
+
+
+def fetch_run_warnings(session: Session, run_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """Each run's measurement warnings (``compute_run_warnings``), without its workloads; a run
+    without any is left out."""
+    rows = session.execute(select(RunModel.id, RunModel.environment)
+                           .where(RunModel.id.in_(list(run_ids)))).all()
+    found = {run_id: compute_run_warnings(environment) for run_id, environment in rows}
+    return {run_id: warnings for run_id, warnings in found.items() if warnings}
 
 
 def _fetch_workloads(session: Session, run_id: int) -> tuple[WorkloadResult, ...]:

@@ -4,13 +4,16 @@
 config's engine args as flags and ``--host 127.0.0.1 --port FREE_PORT``, in its own process group,
 with its output in a log file (mode 0600). The server gets a minimal environment
 (``build_server_env``), never the tracker's whole one, which holds the database URL, the webhook
-and API keys. It waits until ``/health`` and ``/v1/models`` answer, then reads the startup facts
-the server printed (version, weights memory, KV-cache memory and tokens, maximum concurrency); a
-line that is missing is "not reported", not an error. On leaving, however that happens (the run
-ends, an error, a timeout, Ctrl-C), the whole process group gets SIGTERM, then SIGKILL after a
-grace period. When the tracker dies without leaving (SIGKILL), the server's supervisor
-(``tracker.targets.supervisor``) stops the group, and a server whose supervisor died too is stopped by
-the next launch through the pid file it left next to its log.
+and API keys. With ``launch.cpus`` the server runs on those CPUs and the tracker's client on the
+others while it runs (``tracker.targets.pinning``). It waits until ``/health`` and ``/v1/models``
+answer, then reads the startup facts from ``/metrics`` and the log (``tracker.targets.startup``);
+a fact that is missing is "not reported", not an error. A server that exits or never gets
+healthy fails the launch with the root-cause line of its log (``tracker.targets.root_cause``) and
+the log's path. On leaving, however that happens (the run ends, an error, a timeout, Ctrl-C),
+the whole process group gets SIGTERM, then SIGKILL after a grace period. When the tracker dies
+without leaving (SIGKILL), the server's supervisor (``tracker.targets.supervisor``) stops the
+group, and a server whose supervisor died too is stopped by the next launch through the pid file
+it left next to its log.
 """
 
 from __future__ import annotations
@@ -19,14 +22,13 @@ import asyncio
 import atexit
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,8 +36,11 @@ import aiohttp
 
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
-from tracker.metrics import GIB
+from tracker.load.generator import Endpoint
 from tracker.redaction import is_secret_name, redact_one_line
+from tracker.targets.pinning import Pinning, build_pinning_env, check_pinning, keep_client_off
+from tracker.targets.root_cause import parse_program, read_root_cause
+from tracker.targets.startup import StartupFacts, fetch_startup_facts, parse_startup_log
 from tracker.targets.supervisor import is_group_alive as is_group_alive  # callers check LaunchRecord.pid
 from tracker.targets.supervisor import reap_leftover_servers, stop_group
 
@@ -55,18 +60,6 @@ _PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "HF_", "HUGGING_FACE_", 
 
 
 @dataclass(frozen=True, slots=True)
-class StartupFacts:
-    """What the server said about itself while starting; ``None``: it did not say."""
-
-    engine_version: str | None = None
-    weights_memory_bytes: int | None = None
-    model_load_s: float | None = None
-    kv_cache_memory_bytes: int | None = None
-    kv_cache_tokens: int | None = None
-    max_concurrency: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class LaunchRecord:
     command: tuple[str, ...]  # flags come from the config, which never holds a secret
     log_path: str
@@ -74,44 +67,20 @@ class LaunchRecord:
     pid: int  # the process group's leader (and the group id)
     startup_s: float
     facts: StartupFacts
+    pinning: Pinning | None = None  # launch.cpus: the server's CPUs and the client's
 
     def as_environment(self) -> dict[str, object]:
+        cpus = (None, None) if self.pinning is None else \
+            (sorted(self.pinning.server), sorted(self.pinning.client))
         return {"command": list(self.command), "log_path": self.log_path, "port": self.port,
-                "pid": self.pid, "startup_s": round(self.startup_s, 3), **asdict(self.facts)}
+                "pid": self.pid, "startup_s": round(self.startup_s, 3),
+                "cpus": cpus[0], "client_cpus": cpus[1], **self.facts.as_environment()}
 
 
 @dataclass(frozen=True, slots=True)
 class LaunchedServer:
     base_url: str
     record: LaunchRecord
-
-
-_VERSION = re.compile(r"(?P<name>vLLM|tracker-sim) API server version:?\s*v?(?P<version>[\w.+-]+)")
-_WEIGHTS = re.compile(r"Model loading took\s+(?P<gib>[\d.]+)\s*GiB(?: memory)? and\s+"
-                      r"(?P<s>[\d.]+)\s*s")
-_KV_MEMORY = re.compile(r"Available KV cache memory:\s*(?P<gib>[\d.]+)\s*GiB")
-_KV_TOKENS = re.compile(r"GPU KV cache size:\s*(?P<tokens>[\d,]+)\s*tokens")
-_CONCURRENCY = re.compile(r"Maximum concurrency for\s+[\d,]+\s+tokens per request:\s*"
-                          r"(?P<x>[\d.]+)\s*x")
-
-
-def parse_startup_log(text: str) -> StartupFacts:
-    """The startup facts in a vLLM log; the last statement of each wins (a restart repeats them)."""
-    def last(pattern: re.Pattern[str]) -> re.Match[str] | None:
-        found = list(pattern.finditer(text))
-        return found[-1] if found else None
-
-    version, weights, kv_memory = last(_VERSION), last(_WEIGHTS), last(_KV_MEMORY)
-    kv_tokens, concurrency = last(_KV_TOKENS), last(_CONCURRENCY)
-    name = {"vLLM": "vllm"}.get(version["name"], version["name"]) if version else None
-    return StartupFacts(
-        engine_version=f"{name} {version['version']}" if version else None,
-        weights_memory_bytes=int(float(weights["gib"]) * GIB) if weights else None,
-        model_load_s=float(weights["s"]) if weights else None,
-        kv_cache_memory_bytes=int(float(kv_memory["gib"]) * GIB) if kv_memory else None,
-        kv_cache_tokens=int(kv_tokens["tokens"].replace(",", "")) if kv_tokens else None,
-        max_concurrency=float(concurrency["x"]) if concurrency else None,
-    )
 
 
 def build_command(loaded: LoadedConfig, port: int) -> list[str]:
@@ -143,6 +112,15 @@ def _log_tail(path: Path, lines: int = 3, limit: int = 400) -> str:
         return "(log unreadable)"
     tail = [line for line in text.splitlines() if line.strip()][-lines:]
     return (" | ".join(redact_one_line(line) for line in tail) or "(log empty)")[-limit:]
+
+
+def explain_failure(log_path: Path) -> str:
+    """Where to look and what the log says: its root-cause line where it has one (``ValueError:
+    …``, argparse's ``error:``), else its last lines; redacted."""
+    cause = read_root_cause(log_path)
+    if cause is None:
+        return f"see its log {log_path}: {_log_tail(log_path)}"
+    return f"{cause.text} (line {cause.line_number} of its log {log_path})"
 
 
 def build_server_env(loaded: LoadedConfig,
@@ -186,11 +164,15 @@ def _open_log(log_path: Path) -> int:
     return fd
 
 
-def _start(command: list[str], env: dict[str, str], log_path: Path) -> ServerProcess:
-    """The server under its supervisor, which says the server's pid (or why it cannot start)."""
+def _start(command: list[str], env: dict[str, str], log_path: Path,
+           pinning: Pinning | None = None) -> ServerProcess:
+    """The server under its supervisor (on ``pinning.server``'s CPUs, when given), which says
+    the server's pid (or why it cannot start)."""
     pid_path = log_path.with_suffix(".pid")
+    cpus = [] if pinning is None else ["--cpus", ",".join(map(str, sorted(pinning.server)))]
     supervise = [sys.executable, "-m", "tracker.targets.supervisor", "--owner-pid", str(os.getpid()),
-                 "--pid-file", str(pid_path), "--grace-s", str(TERM_GRACE_S), "--", *command]
+                 "--pid-file", str(pid_path), "--grace-s", str(TERM_GRACE_S), *cpus, "--",
+                 *command]
     log_fd = _open_log(log_path)
     try:
         supervisor = subprocess.Popen(supervise, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -205,14 +187,19 @@ def _start(command: list[str], env: dict[str, str], log_path: Path) -> ServerPro
     except (ValueError, RecursionError):
         said = {}
     if isinstance(said, dict) and isinstance(said.get("pid"), int):
-        return ServerProcess(supervisor, said["pid"], Path(command[0]).name, pid_path)
+        return ServerProcess(supervisor, said["pid"], parse_program(command), pid_path)
     code = supervisor.wait()
+    if isinstance(said, dict) and said.get("cause") == "cpus":
+        raise MeasurementError(
+            f"launch: {redact_one_line(str(said.get('error')))}; this host (its cgroup's cpuset) "
+            "does not let the server run there: list CPUs in target.launch.cpus that it allows "
+            "(taskset -cp $$ shows them)")
     if isinstance(said, dict) and "error" in said:
         raise MeasurementError(
             f"launch: cannot start {command[0]!r}: {redact_one_line(str(said['error']))}; "
             "install vLLM (pip install vllm) or set target.launch.command to the server's command")
     raise MeasurementError(f"launch: the supervisor of {command[0]!r} exited with code {code} "
-                           f"before starting it; see its log {log_path}: {_log_tail(log_path)}")
+                           f"before starting it; {explain_failure(log_path)}")
 
 
 def stop_server(server: ServerProcess, grace_s: float = TERM_GRACE_S) -> None:
@@ -247,16 +234,19 @@ async def wait_until_healthy(base_url: str, process: ServerProcess, timeout_s: f
             code = process.poll()
             if code is not None:
                 raise MeasurementError(
-                    f"launch: {name} exited with code {code} before it was healthy on {base_url}; "
-                    f"see its log {log_path}: {_log_tail(log_path)}")
+                    f"launch: {name} exited with code {code} before it was healthy on {base_url}: "
+                    f"{explain_failure(log_path)}")
             if await _answers(session, base_url + "/health") and \
                     await _answers(session, base_url + "/v1/models"):
                 return
             if clock() >= deadline_s:
+                cause = read_root_cause(log_path)
+                said = f"line {cause.line_number}: {cause.text}" if cause else \
+                    f"last: {_log_tail(log_path, 1)}"
                 raise MeasurementError(
                     f"launch: {name} was not healthy on {base_url}/health after {timeout_s:g} s "
-                    f"and was stopped; see its log {log_path} (last: {_log_tail(log_path, 1)}); "
-                    "if the model needs longer to load, raise target.launch.startup_timeout_s")
+                    f"and was stopped; see its log {log_path} ({said}); if the model needs "
+                    "longer to load, raise target.launch.startup_timeout_s")
             await asyncio.sleep(POLL_INTERVAL_S)
 
 
@@ -279,38 +269,46 @@ def _log_path(loaded: LoadedConfig, log_dir: Path, port: int) -> Path:
     return log_dir / f"{loaded.config.name}-{stamp}-{port}.log"
 
 
+async def read_startup_facts(base_url: str, log_path: Path) -> StartupFacts:
+    """``/metrics``' facts over the log's; the version from ``/version`` when the log has none."""
+    logged = parse_startup_log(log_path.read_text(encoding="utf-8", errors="replace"))
+    facts = (await fetch_startup_facts(Endpoint(base_url))).merged_over(logged)
+    if facts.engine_version is None:
+        facts = replace(facts, engine_version=await fetch_version(base_url))
+    return facts
+
+
 @asynccontextmanager
 async def launch_server(loaded: LoadedConfig,
                         log_dir: str | Path | None = None) -> AsyncIterator[LaunchedServer]:
-    """The server for ``loaded``, healthy; stopped (the whole process group) on leaving."""
+    """The server for ``loaded``, healthy; stopped (the whole process group) on leaving; with
+    ``launch.cpus``, the tracker's threads stay off the server's CPUs until it is stopped."""
     launch = loaded.config.target.launch or LaunchSettings()
+    pinning = check_pinning(loaded)
     env = build_server_env(loaded)
     port = find_free_port()
     command = build_command(loaded, port)
+    if pinning is not None:
+        env.update(await asyncio.to_thread(build_pinning_env, loaded, pinning, command, env))
     log_path = _log_path(loaded, resolve_log_dir(log_dir), port).resolve()
     if log_path.parent.is_dir():  # a server of a tracker killed with its supervisor: stop it
         await asyncio.to_thread(reap_leftover_servers, log_path.parent, TERM_GRACE_S)
     base_url = f"http://{HOST}:{port}"
     started_s = time.monotonic()
-    process = _start(command, env, log_path)
+    process = _start(command, env, log_path, pinning)
     def safety_net() -> None:  # if the interpreter exits before the finally below runs
         stop_server(process, 2.0)
 
     atexit.register(safety_net)
     try:
-        await wait_until_healthy(base_url, process, launch.startup_timeout_s, log_path)
-        startup_s = time.monotonic() - started_s
-        facts = parse_startup_log(log_path.read_text(encoding="utf-8", errors="replace"))
-        if facts.engine_version is None:
-            facts = _with_version(facts, await fetch_version(base_url))
-        yield LaunchedServer(base_url, LaunchRecord(tuple(command), str(log_path), port,
-                                                    process.pgid, startup_s, facts))
+        with keep_client_off(pinning.server) if pinning is not None else nullcontext():
+            try:
+                await wait_until_healthy(base_url, process, launch.startup_timeout_s, log_path)
+                startup_s = time.monotonic() - started_s
+                facts = await read_startup_facts(base_url, log_path)
+                yield LaunchedServer(base_url, LaunchRecord(
+                    tuple(command), str(log_path), port, process.pgid, startup_s, facts, pinning))
+            finally:
+                stop_server(process)
     finally:
-        stop_server(process)
         atexit.unregister(safety_net)
-
-
-def _with_version(facts: StartupFacts, version: str | None) -> StartupFacts:
-    values = asdict(facts)
-    values["engine_version"] = version
-    return StartupFacts(**values)

@@ -5,6 +5,11 @@
   named environment variable; its latencies include the network round trip, and the run says so;
 - ``vllm``: attach to a running server named by base_url (never stopped by us), or launch one
   with ``tracker.targets.launcher`` (always stopped, the whole process group).
+A server the tracker did not build in-process (attached, or launched once it is healthy) is
+checked against the config before the first request (``tracker.targets.server_check``): a model
+it does not serve is an error, an engine field it runs otherwise a warning, and a server whose
+``/version`` says it is the tracker's simulator makes the run simulated. A remote ``openai``
+gateway is not asked.
 The key is read from the environment at run time, sent only in the Authorization header and
 never stored, logged or echoed.
 """
@@ -25,7 +30,9 @@ from tracker.inputs.configs import LoadedConfig
 from tracker.load.client import find_proxy, strip_credentials
 from tracker.load.generator import Endpoint
 from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
-from tracker.targets.launcher import LaunchRecord, build_server_env, fetch_version, launch_server
+from tracker.targets.launcher import LaunchRecord, build_server_env, launch_server
+from tracker.targets.pinning import check_pinning
+from tracker.targets.server_check import SIM_VERSION_PREFIX, ServerCheck, run_server_check
 
 SIM_ENGINE = f"tracker-sim {tracker.__version__}"
 
@@ -39,6 +46,12 @@ class TargetHandle:
     launch: LaunchRecord | None = None  # set when the tracker started the server
     network_note: str | None = None  # set for remote targets: what the latencies include
     sim_run_factor: float | None = None  # the embedded simulator's speed draw for this run
+    server_check: ServerCheck | None = None  # the server against the config; None: not asked
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Where the server contradicts the config (each a fact and a remedy)."""
+        return () if self.server_check is None else self.server_check.warnings
 
     def environment_facts(self) -> dict[str, object]:
         """What the run's environment should record about the target (nothing secret)."""
@@ -47,6 +60,8 @@ class TargetHandle:
             facts["launch"] = self.launch.as_environment()
         if self.network_note is not None:
             facts["network_note"] = self.network_note
+        if self.server_check is not None:
+            facts.update(self.server_check.environment_facts())
         return facts
 
 
@@ -76,11 +91,13 @@ def resolve_headers(loaded: LoadedConfig) -> dict[str, str]:
 
 def check_target_inputs(loaded: LoadedConfig) -> dict[str, str]:
     """Everything the target needs from the environment, checked before a run is recorded: the
-    key (returns the headers) and, for a server the tracker launches, the ``env_from`` variables."""
+    key (returns the headers) and, for a server the tracker launches, the ``env_from`` variables
+    and the ``cpus``."""
     headers = resolve_headers(loaded)
     target = loaded.config.target
     if target.kind == "vllm" and target.base_url is None:
         build_server_env(loaded)
+        check_pinning(loaded)  # launch.cpus against this host's CPUs
     return headers
 
 
@@ -107,8 +124,11 @@ async def open_target(loaded: LoadedConfig, log_dir: str | Path | None = None, *
     if target.kind == "vllm":
         async with launch_server(loaded, log_dir) as server:
             record = server.record
-            yield TargetHandle(Endpoint(server.base_url, headers), True, False,
-                               record.facts.engine_version, launch=record)
+            endpoint = Endpoint(server.base_url, headers)
+            check = await run_server_check(endpoint, loaded)
+            engine = record.facts.engine_version or check.facts.engine
+            yield TargetHandle(endpoint, True, _says_simulator(engine), engine, launch=record,
+                               server_check=check)
         return
     async with _embedded_simulator(loaded, run_ordinal) as (base_url, factor):
         yield TargetHandle(Endpoint(base_url, headers), True, True, SIM_ENGINE,
@@ -121,11 +141,19 @@ async def _attach(loaded: LoadedConfig, headers: dict[str, str]) -> TargetHandle
     base_url = target.base_url
     assert base_url is not None
     endpoint = Endpoint(base_url, headers)
+    if target.kind == "openai":
+        return TargetHandle(endpoint, False, False, None, network_note=describe_network(base_url))
+    check = await run_server_check(endpoint, loaded)
     if target.kind == "sim":
-        return TargetHandle(endpoint, True, True, SIM_ENGINE)
-    if target.kind == "vllm":
-        return TargetHandle(endpoint, True, False, await fetch_version(base_url))
-    return TargetHandle(endpoint, False, False, None, network_note=describe_network(base_url))
+        return TargetHandle(endpoint, True, True, check.facts.engine or SIM_ENGINE,
+                            server_check=check)
+    engine = check.facts.engine
+    return TargetHandle(endpoint, True, _says_simulator(engine), engine, server_check=check)
+
+
+def _says_simulator(engine: str | None) -> bool:
+    """A server that says it is the tracker's simulator ("tracker-sim X"): a simulated run."""
+    return engine is not None and engine.startswith(SIM_VERSION_PREFIX)
 
 
 @asynccontextmanager

@@ -1,11 +1,12 @@
-"""``python -m tracker.targets.supervisor --owner-pid PID --pid-file FILE -- COMMAND...``: a launched
-server that dies with its tracker.
+"""``python -m tracker.targets.supervisor --owner-pid PID --pid-file FILE [--cpus 0,1] -- COMMAND``:
+a launched server that dies with its tracker.
 
 The launcher starts this small process (standard library only) for each server it launches. It
 starts COMMAND in a process group of its own, writes FILE (who owns the server, its group, the
 start times that tell a reused PID apart), tells the launcher the server's PID on stdout, then
-watches. When the tracker that started it is gone, even killed with SIGKILL (when no ``finally``
-or ``atexit`` runs), it stops the server's whole group: SIGTERM, then SIGKILL after the grace
+watches. With ``--cpus`` it first moves itself onto those CPUs, and the server inherits them.
+When the tracker that started it is gone, even killed with SIGKILL (when no ``finally`` or
+``atexit`` runs), it stops the server's whole group: SIGTERM, then SIGKILL after the grace
 period. When the server exits, it stops what the server left in its group and exits with the
 server's code. The parent is watched by polling ``os.getppid()``: ``PR_SET_PDEATHSIG`` fires when
 the launching *thread* exits, which is not the tracker's end.
@@ -170,11 +171,17 @@ def reap_leftover_servers(directory: Path, grace_s: float) -> list[PidRecord]:
 # --- the supervisor ------------------------------------------------------------------------
 
 
+def _cpu_ids(text: str) -> set[int]:
+    return {int(part) for part in text.split(",")}
+
+
 def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tracker.targets.supervisor", description=__doc__)
     parser.add_argument("--owner-pid", type=int, required=True, help="the tracker's pid")
     parser.add_argument("--pid-file", type=Path, required=True)
     parser.add_argument("--grace-s", type=float, default=15.0, help="SIGTERM to SIGKILL")
+    parser.add_argument("--cpus", type=_cpu_ids, default=None,
+                        help="comma-separated CPU ids: this supervisor and the server run on them")
     parser.add_argument("command", nargs="+", help="the server's command (after --)")
     return parser.parse_args(argv)
 
@@ -218,6 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.getppid() != args.owner_pid:
         _say({"error": "the tracker that launched it is already gone"})
         return ExitCode.CANNOT_EXECUTE
+    if args.cpus is not None:  # the server inherits the affinity: its threads stay on them
+        try:
+            os.sched_setaffinity(0, args.cpus)
+        except (AttributeError, OSError) as exc:
+            cpus = ",".join(map(str, sorted(args.cpus)))
+            _say({"error": f"cannot run on CPUs {cpus}: {getattr(exc, 'strerror', None) or exc}",
+                  "cause": "cpus"})
+            return ExitCode.CANNOT_EXECUTE
     try:  # stdout and stderr: the log this supervisor writes to
         server = subprocess.Popen(args.command, stdin=subprocess.DEVNULL, stdout=sys.stderr,
                                   stderr=sys.stderr, start_new_session=True)

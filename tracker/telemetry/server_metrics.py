@@ -1,5 +1,9 @@
 """Server telemetry: the target's Prometheus ``/metrics`` before, during and after a workload.
 
+"Before" is once the workload's warm-up has ended (the load generator's ``on_warmed``), so the
+counters' deltas are the measured requests' alone: ``request_success`` equals the requests that
+succeeded, not those plus the warm-up.
+
 The exposition text is parsed with ``prometheus_client``'s parser. vLLM's names are read with
 either prefix (``vllm:`` or the ``vllm_`` some setups expose); llama.cpp's (``llamacpp:``) and
 SGLang's (``sglang:``) are read as vLLM's where they mean the same (``LLAMACPP_NAMES``,
@@ -221,7 +225,7 @@ def compute_server_values(before: Mapping[str, float], during: Sequence[Mapping[
     return values
 
 
-async def run_scrape(session: aiohttp.ClientSession, endpoint: Endpoint) -> dict[str, float]:
+async def _fetch_text(session: aiohttp.ClientSession, endpoint: Endpoint) -> str:
     url = endpoint.url("/metrics")
     try:
         async with session.get(url, headers=endpoint.headers,
@@ -229,9 +233,14 @@ async def run_scrape(session: aiohttp.ClientSession, endpoint: Endpoint) -> dict
             if response.status != 200:
                 hint = " (llama-server serves it with --metrics)" if response.status == 501 else ""
                 raise ScrapeError(f"{url} answered HTTP {response.status}{hint}")
-            text = await response.text(errors="replace")
+            return await response.text(errors="replace")
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise ScrapeError(f"{url}: {type(exc).__name__}: {exc}") from None
+
+
+async def run_scrape(session: aiohttp.ClientSession, endpoint: Endpoint) -> dict[str, float]:
+    url = endpoint.url("/metrics")
+    text = await _fetch_text(session, endpoint)
     try:
         values = parse_prometheus_text(text)
     except ScrapeError as exc:
@@ -242,6 +251,35 @@ async def run_scrape(session: aiohttp.ClientSession, endpoint: Endpoint) -> dict
     return values
 
 
+CACHE_CONFIG_INFO = ("vllm:cache_config_info", "vllm_cache_config_info")
+
+
+def parse_cache_config_info(text: str) -> dict[str, str] | None:
+    """The labels of vLLM's ``cache_config_info`` (its CacheConfig, every value a string:
+    ``block_size``, ``kv_cache_size_tokens``, ``kv_cache_memory_bytes``, ``enable_prefix_caching``,
+    ``num_gpu_blocks``, ...), the first engine's where there are several; None when the text has
+    none or its line does not parse."""
+    lines = [line for line in (raw.strip() for raw in text.splitlines())
+             if line and not line.startswith("#") and _sample_name(line) in CACHE_CONFIG_INFO]
+    try:
+        samples = [s for family in text_string_to_metric_families("\n".join(lines) + "\n")
+                   for s in family.samples]
+    except (ValueError, IndexError):
+        return None
+    return dict(samples[0].labels) if samples else None
+
+
+async def run_fetch_cache_config(endpoint: Endpoint) -> dict[str, str] | None:
+    """``parse_cache_config_info`` of one scrape of the target; None when it has none or
+    ``/metrics`` does not answer (never raises for the target)."""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) as session:
+        try:
+            text = await _fetch_text(session, endpoint)
+        except ScrapeError:
+            return None
+    return parse_cache_config_info(text)
+
+
 def _declares_engine_metrics(text: str) -> bool:
     """An engine that has served nothing yet declares its metrics (``# TYPE``) with no samples."""
     types = tuple(f"# TYPE {prefix}" for prefix in ENGINE_NAMES)
@@ -249,7 +287,8 @@ def _declares_engine_metrics(text: str) -> bool:
 
 
 class ServerScraper:
-    """``await start()`` before a workload, ``await stop()`` after; never raises for the target."""
+    """``await start()`` once a workload's warm-up has ended, ``await stop()`` after its last
+    request; never raises for the target."""
 
     def __init__(self, endpoint: Endpoint, interval_s: float = DEFAULT_SCRAPE_INTERVAL_S) -> None:
         self.endpoint = endpoint
@@ -292,6 +331,8 @@ class ServerScraper:
         await self._close()
         if after is None and self.during:
             after = self.during.pop()
+        if self.reason is None and self.before is None:
+            self.reason = "no scrape: the workload ended before its warm-up did"
         if self.reason is not None or self.before is None or after is None:
             return ServerTelemetry(measured=False, reason=self.reason or "no scrape after the "
                                    "workload (it was cut short)")

@@ -1,4 +1,6 @@
-"""Both samplers around one workload: start before the first request, stop after the last.
+"""Both samplers around one workload: the GPU's from before the first request, the server's
+from the end of the warm-up (its counters are the measured requests' alone); both stop after the
+last request.
 
 The GPU sampler is a thread (NVML calls block); the server scraper is a task on the runner's
 loop. Neither can fail the workload: whatever they could not measure comes back with a reason.
@@ -23,7 +25,11 @@ class WorkloadTelemetry:
         self.server = ServerScraper(endpoint, settings.server_scrape_interval_s)
 
     async def start(self) -> None:
+        """Before the workload's first request (its warm-up's)."""
         await asyncio.to_thread(self.gpu.start)  # nvmlInit may take a moment
+
+    async def warmed(self) -> None:
+        """The warm-up has ended (the load generator's ``on_warmed``): the server's first scrape."""
         await self.server.start()
 
     async def stop(self, *, complete: bool = True) -> tuple[GpuTelemetry, ServerTelemetry]:
