@@ -131,3 +131,40 @@ def test_a_throughput_the_client_held_back_is_never_an_improvement_of_the_head()
     (judged,) = judge_rows([compare_runs(base, head, THROUGHPUT, min_effect=0.02)], 0.05)
     assert not judged.regressed and judged.within_timing_error
     assert judged.verdict.rel_change == pytest.approx(-0.2, abs=0.01)
+
+
+def _top_heavy(rng: np.random.Generator, largest: float, n: int = 16) -> RunSample:
+    """A small run whose p99 is its largest value, ``largest`` exactly, standing well above its
+    other values (as a 16-request run's largest TPOT does: 7.6 ms over 5.8, 5.7, 5.3 ms)."""
+    values = np.sort(largest * np.exp(-0.25 - np.abs(0.15 * rng.standard_normal(n))))
+    values[-1] = largest
+    return RunSample(tuple(values.tolist()))
+
+
+P99 = get_metric("tpot_p99_s")
+
+
+def test_two_runs_a_side_that_agree_by_chance_are_not_precision() -> None:
+    """Two runs a side of 16 requests, each side's two p99s (their largest values) alike to
+    0.1 % by chance, 17 % apart between the sides: with only the runs' own spread the t over
+    runs calls a change (what a same-config gate on the simulator once showed as "improvement");
+    the p99's own sampling variance from its requests is a floor under the run-to-run noise."""
+    rng = np.random.default_rng(3)
+    base = [_top_heavy(rng, 7.367e-3), _top_heavy(rng, 7.376e-3)]
+    head = [_top_heavy(rng, 6.111e-3), _top_heavy(rng, 6.142e-3)]
+    row = compare_runs(base, head, P99, statistic="p99", min_effect=0.05)
+    (judged,) = judge_rows([row], 0.05)
+    assert judged.verdict.outcome is Outcome.INCONCLUSIVE, judged.verdict.reason
+    floor = row.looks[0].se
+    spread = float(np.std([math.log(7.367), math.log(7.376)], ddof=1))
+    assert floor > 20 * spread  # the floor, not the runs' agreement, sets the noise
+
+
+def test_the_sampling_floor_leaves_a_real_change_decided() -> None:
+    """Three runs a side of 400 requests, +30 % on the median: the floor (about 2 % a run) is far
+    under the change, so it is still a regression."""
+    rng = np.random.default_rng(5)
+    base = [_run(rng, 0.1) for _ in range(3)]
+    head = [_run(rng, 0.13) for _ in range(3)]
+    (judged,) = judge_rows([compare_runs(base, head, TTFT, min_effect=0.02)], 0.05)
+    assert judged.verdict.outcome is Outcome.REGRESSION, judged.verdict.reason

@@ -9,7 +9,10 @@ store holds earlier runs of the base config version (the history), the sample va
 log statistic is a prior with ``runs - 1`` degrees of freedom, pooled with the compared runs' own
 spread (``compute_pooled_variance``); from ``GUARD_RUNS`` runs a side on, the prior is never
 taken below that own spread, so a quiet history cannot make a busy comparison look precise.
-Pure: no I/O.
+Nor is the pooled variance ever taken below the runs' own sampling variance
+(``compute_sampling_variance``): a run's statistic varies from run to run at least as much as its
+requests make it vary, so two runs a side that happen to agree (the largest of 16 values, twice
+alike) cannot make a change look precise. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from tracker.analysis.sequential_null import GUARD_ROUNDS
 
@@ -60,6 +64,30 @@ def compute_log_statistic(values: Sequence[float], statistic: str) -> float | st
     if n < MIN_VALUES:
         return f"{statistic} needs >= {MIN_VALUES} values per run (got {n})"
     return math.log(float(np.quantile(x, QUANTILES[statistic])))
+
+
+def compute_sampling_variance(values: Sequence[float], statistic: str) -> float:
+    """How much a run's log statistic varies from its requests alone: the Maritz-Jarrett
+    variance of the log quantile (its order statistics weighted by the Beta law of the
+    quantile's rank; the rank kept one below the largest, so a small run's p99 gets the spread of
+    its top values), the squared standard error of the log mean; 0.0 for one value a run or a
+    statistic that cannot be had. A run's statistic varies from run to run at least this much."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 2 or not np.all(np.isfinite(x)) or float(x.min()) <= 0.0:
+        return 0.0
+    if statistic == "mean":
+        mean = float(x.mean())
+        return float(x.var(ddof=1)) / (n * mean * mean)
+    q = QUANTILES.get(statistic)
+    if q is None or n < MIN_VALUES:
+        return 0.0
+    logs = np.sort(np.log(x))
+    rank = min(max(math.floor(q * n + 0.5), 2), n - 1)
+    edges = scipy_stats.beta.cdf(np.arange(n + 1) / n, rank - 1, n - rank)
+    weights = np.diff(edges)
+    first = float(weights @ logs)
+    return max(float(weights @ (logs * logs)) - first * first, 0.0)
 
 
 def describe_run_statistic(statistic: str, values_per_run: int) -> str:

@@ -9,7 +9,9 @@ judge here, by the same rules:
    two runs of one config differ by more than their requests say (GuideLLM measured run-to-run
    spread 1.8 to 3.2 times what one run's spread implies).
 2. **The noise** is the runs' own spread, pooled with the history's prior (earlier runs of the
-   base config version) where there is one. One run a side and no history: the request-level
+   base config version) where there is one, and never below the runs' own sampling variance
+   (``compute_sampling_variance``: two runs a side that agree by chance are not precision).
+   One run a side and no history: the request-level
    test's interval is widened by ``RUN_NOISE_FACTOR``, the upper end of that measurement, so
    only a change far beyond one run's sampling decides; a one-value-per-run metric
    (throughput) then has no noise estimate at all and stays inconclusive.
@@ -44,6 +46,7 @@ from tracker.analysis.noise import (
     RunNoisePrior,
     compute_log_statistic,
     compute_pooled_variance,
+    compute_sampling_variance,
     describe_run_statistic,
 )
 from tracker.analysis.sequential_null import compute_look_level, compute_sequential_p
@@ -73,6 +76,7 @@ class RunStatistic:
     log: float
     down: float = 0.0
     up: float = 0.0
+    sampling: float = 0.0  # the variance of ``log`` from the run's own requests
 
 
 def compute_run_statistic(sample: RunSample, statistic: str) -> RunStatistic | str:
@@ -81,7 +85,7 @@ def compute_run_statistic(sample: RunSample, statistic: str) -> RunStatistic | s
     if isinstance(found, str):
         return found
     down, up = sample.timing.compute_log_range(math.exp(found))
-    return RunStatistic(found, down, up)
+    return RunStatistic(found, down, up, compute_sampling_variance(sample.values, statistic))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +132,8 @@ def _upper_tail(shift: float, look: Look) -> float:
 def compute_look(base: Sequence[RunStatistic], head: Sequence[RunStatistic],
                  lower_is_better: bool, prior: RunNoisePrior | None) -> Look | None:
     """The two-sample t of the runs' log statistics (pooled variance, with the prior where there
-    is one), signed so that worse is positive; None without any noise estimate."""
+    is one, at least the runs' mean sampling variance), signed so that worse is positive; None
+    without any noise estimate."""
     if not base or not head:
         return None
     sign = 1.0 if lower_is_better else -1.0
@@ -139,6 +144,7 @@ def compute_look(base: Sequence[RunStatistic], head: Sequence[RunStatistic],
     variance, df = compute_pooled_variance(squares, own_df, min(len(xs), len(ys)), prior)
     if df < 1:
         return None
+    variance = max(variance, _mean([s.sampling for s in (*base, *head)]))
     se = math.sqrt(variance * (1.0 / len(xs) + 1.0 / len(ys)))
     worse, better = _biases(base, head, lower_is_better)
     return Look(sign * float(ys.mean() - xs.mean()), se, float(df), worse, better)
