@@ -165,8 +165,14 @@ def check_sides_engines(*sides: ConfigSide) -> None:
 def write_reports(result: GateResult, args: argparse.Namespace,
                   bisect: BisectResult | None = None,
                   warnings: Mapping[int, Sequence[str]] | None = None) -> None:
-    """Each report through the one redaction (the Markdown becomes a public PR comment)."""
-    from tracker.reports.gate_report import render_gate_json, render_gate_junit, render_gate_markdown
+    """Each report through the one redaction (the Markdown becomes a public PR comment); on a
+    terminal the report is printed as text, piped or redirected as the Markdown."""
+    from tracker.reports.gate_report import (
+        render_gate_json,
+        render_gate_junit,
+        render_gate_markdown,
+        render_terminal_text,
+    )
 
     markdown = render_gate_markdown(result, bisect, warnings)
     if args.markdown:
@@ -176,4 +182,5 @@ def write_reports(result: GateResult, args: argparse.Namespace,
     if args.json:
         write_json(args.json, render_gate_json(result, bisect, warnings))
     if args.json != "-":
-        sys.stdout.write(redact_text(markdown))
+        shown = render_terminal_text(markdown) if sys.stdout.isatty() else markdown
+        sys.stdout.write(redact_text(shown))

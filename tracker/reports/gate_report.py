@@ -5,6 +5,8 @@ An edge: seconds become milliseconds here. The verdicts are ``tracker.analysis``
 
 from __future__ import annotations
 
+import html
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -333,3 +335,14 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None,
     if bisect is not None:
         verdict["bisect"] = render_bisect_json(bisect)
     return verdict
+
+
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!~:$>])")  # not "\|": it keeps a table cell whole
+_TAGS = re.compile(r"</?(?:sub|details|summary)>")
+
+
+def render_terminal_text(markdown: str) -> str:
+    """The Markdown report as a person reads it in a terminal: the escapes that keep outside text
+    literal in a PR comment (``sim\\-default\\.yaml``, ``&gt;=``) and the HTML tags taken out.
+    Only for a terminal: a piped or redirected stdout gets the Markdown itself."""
+    return html.unescape(_TAGS.sub("", _ESCAPED.sub(r"\1", markdown)))
