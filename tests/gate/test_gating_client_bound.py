@@ -9,6 +9,7 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from tracker.analysis import Outcome
 from tracker.dashboard.verdicts import compute_verdicts
 from tracker.gate.gating import GateOptions, build_gate_result, compute_gate_rows
 from tracker.load.summary import compute_workload_summary
@@ -18,6 +19,7 @@ from tracker.results import (
     RequestRecord,
     RunResult,
     RunStatus,
+    ServerTelemetry,
     TokenSource,
     VersionRef,
     WorkloadResult,
@@ -114,3 +116,19 @@ def test_a_client_bound_run_among_several_counts_with_its_bound() -> None:
     assert ttft.client_note is not None and ttft.client_note.startswith("1 of 3 head runs client-bound")
     assert result.exit_code == 1
     assert "1 of 3 head runs client\\-bound" in render_gate_markdown(result)  # escaped Markdown
+
+
+def test_a_hit_rate_of_zero_on_every_run_of_both_sides_is_no_change() -> None:
+    """Fresh servers fed distinct prompts hit their prefix cache 0 % of the time on every run: a
+    ratio cannot judge 0 against 0, but nothing changed, and the row says so."""
+
+    def cold(run: RunResult) -> RunResult:
+        server = ServerTelemetry(measured=True, scrapes=3, values={"prefix_cache_hit_rate": 0.0})
+        return replace(run, workloads=(replace(run.workloads[0], server=server),))
+
+    rows = compute_gate_rows([cold(_run(1, 0.1)), cold(_run(3, 0.1))],
+                             [cold(_run(2, 0.1)), cold(_run(4, 0.1))], GateOptions())
+    (row,) = [row for row in rows if row.metric == "prefix_cache_hit_rate"]
+    assert row.verdict is not None and row.verdict.outcome is Outcome.NO_CHANGE, row
+    code, markdown = _gate([cold(_run(1, 0.1))], [cold(_run(2, 0.1))])
+    assert "must be finite and &gt; 0" not in markdown and code == 0

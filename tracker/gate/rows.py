@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from tracker.analysis import Verdict
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
+from tracker.analysis.exact import compare_exact, runs_repeat_exactly
 from tracker.analysis.noise import RunNoisePrior, compute_run_noise_prior
 from tracker.analysis.policy import RowEvidence, RunSample, compare_runs, judge_rows
 from tracker.analysis.timing import compute_timing_bound
@@ -130,6 +131,9 @@ def _row(name: str, metric: Metric, sides: tuple[Sequence[WorkloadResult],
         return GateRow(name, metric.name, label, metric.unit, None,
                        f"not measured in the {side} run(s)")
     key = row_key(name, metric)
+    unchanged = compute_unchanged(runs[0], runs[1], metric)
+    if unchanged is not None:  # one value on every run of both sides (a 0 % hit rate, say)
+        return GateRow(name, metric.name, label, metric.unit, unchanged)
     if evidence is not None:
         found = evidence.get(key)
         if found is None:
@@ -140,6 +144,18 @@ def _row(name: str, metric: Metric, sides: tuple[Sequence[WorkloadResult],
                              min_effect=compute_min_effect(metric, options),
                              prior=prior.get(key))
     return GateRow(name, metric.name, label, metric.unit, None, evidence=found)
+
+
+def compute_unchanged(base: Sequence[RunSample], head: Sequence[RunSample],
+                      metric: Metric) -> Verdict | None:
+    """The exact "no change" of a measure that read one and the same value in every run of both
+    sides (a prefix-cache hit rate of 0 on fresh servers fed distinct prompts), which a ratio
+    cannot judge; None otherwise."""
+    readings = [[list(s.values) for s in side] for side in (base, head)]
+    if not all(runs_repeat_exactly(side) for side in readings) \
+            or readings[0][0][0] != readings[1][0][0]:
+        return None
+    return compare_exact(readings[0], readings[1], metric)
 
 
 def compute_memory_row(name: str, base: Sequence[WorkloadResult], head: Sequence[WorkloadResult],
