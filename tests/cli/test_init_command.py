@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ EXPECTED = sorted([
     "baselines/batch-throughput.yaml", "baselines/chat-short.yaml",
     "baselines/quality/mixed-1k.jsonl", "configs/sim-default.yaml",
     "configs/taotoken-example.yaml", "configs/vllm-launch-llama3-8b.yaml", "schedules.yaml",
+    "configs/vllm-llama3-8b.yaml",
     "baselines/multi-turn-chat.yaml", "baselines/traffic/conversations.jsonl",
     "baselines/trace-replay.yaml", "baselines/traffic/mooncake-sample.jsonl",
     "baselines/traffic/azure-sample.csv",
@@ -40,7 +44,7 @@ def test_init_writes_configs_suites_and_a_schedule_that_load(
     assert main(["init", str(root)]) == 0
     out = capsys.readouterr().out
     assert _written(root) == EXPECTED
-    assert f"wrote 12 files to edit in {root}:" in out and f"  cd {root}\n" in out
+    assert f"wrote 13 files to edit in {root}:" in out and f"  cd {root}\n" in out
     sim = load_config(root / "configs/sim-default.yaml").config
     launched = load_config(root / "configs/vllm-launch-llama3-8b.yaml").config
     gateway = load_config(root / "configs/taotoken-example.yaml").config
@@ -112,16 +116,65 @@ def test_every_starter_file_is_shipped_with_the_package() -> None:
     assert all((starter.folder() / starter.source).is_file() for starter in STARTER_FILES)
 
 
-def test_the_printed_run_command_works_in_the_written_directory(
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{process.args} exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer in {timeout_s} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def test_each_printed_next_step_exits_0_in_the_written_directory(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's first day: every command `tracker init` prints, run as printed in DIR, exits
+    0: the run on the simulator, the doctor of the attached vLLM config (the simulator serving
+    the config's model on its port stands in for vLLM), the schedule, the dashboard (answering
+    its health check)."""
     assert main(["init", str(tmp_path)]) == 0
-    printed = next(line.strip() for line in capsys.readouterr().out.splitlines()
-                   if line.strip().startswith("tracker run "))
+    out = capsys.readouterr().out
+    steps = [line.split("#", 1)[0].strip() for line in out.split("next:\n", 1)[1].splitlines()]
+    steps = [step for step in steps if step.startswith("tracker ")]
+    assert [shlex.split(step)[1] for step in steps] == ["run", "doctor", "schedule", "dashboard"]
     env = {key: value for key, value in os.environ.items() if key != DB_URL_ENV}
-    done = subprocess.run([sys.executable, "-m", "tracker", *shlex.split(printed)[1:], "--quiet"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr
+    attached = tmp_path / "configs/vllm-llama3-8b.yaml"
+    model = load_config(attached).config.target.model
+    port = _free_port()  # the config's own port, 8000, may be taken on a shared host
+    attached.write_text(attached.read_text(encoding="utf-8").replace(
+        "http://127.0.0.1:8000", f"http://127.0.0.1:{port}"), encoding="utf-8")
+    stand_in = subprocess.Popen([sys.executable, "-m", "tracker.sim", model, "--port", str(port),
+                                 "--block-size", "16", "--max-model-len", "8192"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/health", stand_in)
+        for step in steps[:-1]:
+            args = shlex.split(step)[1:] + (["--quiet"] if args_take_quiet(step) else [])
+            done = subprocess.run([sys.executable, "-m", "tracker", *args], cwd=tmp_path,
+                                  env=env, capture_output=True, text=True, timeout=300,
+                                  check=False)
+            assert done.returncode == 0, (step, done.stdout[-2000:], done.stderr[-2000:])
+    finally:
+        _stop(stand_in)
     engine = open_store(f"sqlite:///{tmp_path / 'tracker.db'}")  # the default, in DIR
     try:
         with Session(engine) as session:
@@ -130,3 +183,15 @@ def test_the_printed_run_command_works_in_the_written_directory(
         engine.dispose()
     assert (run.config_name, run.suite_name) == ("sim-default", "chat-short")
     assert run.status.value == "completed" and run.simulated and run.failed == 0
+    dashboard_port = _free_port()
+    dashboard = subprocess.Popen([sys.executable, "-m", "tracker", *shlex.split(steps[-1])[1:],
+                                  "--port", str(dashboard_port)], cwd=tmp_path, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(f"http://127.0.0.1:{dashboard_port}/_stcore/health", dashboard)
+    finally:
+        _stop(dashboard)
+
+
+def args_take_quiet(step: str) -> bool:
+    return shlex.split(step)[1] == "run"

@@ -28,6 +28,8 @@ class StarterFile:
 STARTER_FILES = (
     StarterFile(shipped_configs, "sim-default.yaml", "configs/sim-default.yaml",
                 "the built-in simulator: no GPU, no network, no keys"),
+    StarterFile(shipped_configs, "vllm-llama3-8b.yaml", "configs/vllm-llama3-8b.yaml",
+                "a vLLM server already running on 127.0.0.1:8000 (attached, checked against it)"),
     StarterFile(shipped_configs, "vllm-launch-llama3-8b.yaml",
                 "configs/vllm-launch-llama3-8b.yaml",
                 "a vLLM server the tracker launches itself (vllm installed, a GPU)"),
@@ -52,11 +54,12 @@ STARTER_FILES = (
     StarterFile(shipped_configs, "init/schedules.yaml", "schedules.yaml",
                 "a nightly schedule on the simulator (vLLM and gateway ones commented out)"),
 )
-NEXT_COMMANDS = (
-    "tracker run --config configs/sim-default.yaml --suite baselines/chat-short.yaml",
-    "tracker doctor --config configs/vllm-launch-llama3-8b.yaml",
-    "tracker schedule add --file schedules.yaml",
-    "tracker dashboard",
+NEXT_COMMANDS = (  # (command, when): each exits 0 in a new directory, the doctor's once a vLLM runs
+    ("tracker run --config configs/sim-default.yaml --suite baselines/chat-short.yaml", ""),
+    ("tracker doctor --config configs/vllm-llama3-8b.yaml",
+     "once a vLLM serves its model on 127.0.0.1:8000"),
+    ("tracker schedule add --file schedules.yaml", ""),
+    ("tracker dashboard", ""),
 )
 
 
@@ -102,6 +105,7 @@ def cmd_init(directory: str) -> int:
         print(f"  {starter.target:<{width}}  {starter.what}")
     print("next:")
     print(f"  cd {root}")
-    for command in NEXT_COMMANDS:
-        print(f"  {command}")
+    width = max(len(command) for command, _ in NEXT_COMMANDS)
+    for command, when in NEXT_COMMANDS:
+        print(f"  {command:<{width}}  # {when}" if when else f"  {command}")
     return ExitCode.OK
