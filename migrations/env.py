@@ -3,6 +3,11 @@
 The URL is the config's ``sqlalchemy.url`` when the caller set one, else ``$TRACKER_DB_URL``,
 else ``sqlite:///tracker.db``. SQLite migrates in batch mode with foreign keys OFF: a batch
 table rebuild with them ON would delete child rows through ``ON DELETE CASCADE``.
+
+Each revision runs in its own transaction with its version row, on SQLite too, so a kill cannot
+leave a revision half-applied; a new database (the caller sets the ``one_transaction``
+attribute) is created in one. On SQLite the first revision of an upgrade completes a step that a
+kill cut short under an older tracker (``tracker.store.migrating``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from alembic import context
 from sqlalchemy.engine import make_url
 
 from tracker.store.db import FOREIGN_TABLE_PREFIXES, create_store_engine, resolve_db_url
+from tracker.store.migrating import HalfAppliedStepRepair, use_real_sqlite_transactions
 from tracker.store.models import Base, UTCDateTime
 
 config = context.config
@@ -54,9 +60,18 @@ def run_migrations_offline(url: str) -> None:
 
 def run_migrations_online(url: str) -> None:
     engine = create_store_engine(url, foreign_keys=False, pooled=False)
+    sqlite = make_url(url).get_backend_name() == "sqlite"
+    if sqlite:
+        use_real_sqlite_transactions(engine)
+    repair = HalfAppliedStepRepair()
     try:
         with engine.connect() as connection:
-            context.configure(connection=connection, **_options(url))
+            context.configure(
+                connection=connection, transactional_ddl=True,
+                transaction_per_migration=not config.attributes.get("one_transaction", False),
+                on_version_apply=[repair.finished], **_options(url))
+            if sqlite:
+                repair.install(context.get_context())
             with context.begin_transaction():
                 context.run_migrations()
     finally:

@@ -8,7 +8,9 @@
     │   └── QualitySetError          2  a quality set file or one of its items is invalid
     ├── StoreError                   2  the database URL is wrong or the schema at the wrong revision
     │   ├── NotFoundError            2  a run (or another stored thing) asked for does not exist
-    │   └── StoreLockedError         3  another process held a lock on the database for too long
+    │   ├── StoreLockedError         3  another process held a lock on the database for too long
+    │   └── StoreWriteError          3  the database could not be written (disk full, read-only)
+    ├── OutputWriteError             3  a result or report file could not be written (disk full)
     ├── MeasurementError             3  the target could not be measured (would not start, no answer)
     └── RunInterrupted             130  Ctrl-C or SIGTERM: what was measured is kept, marked partial
 
@@ -68,6 +70,19 @@ class NotFoundError(StoreError):
 
 class StoreLockedError(StoreError):
     """A write waited longer than the busy (or lock) timeout; what was stored before is kept."""
+
+    exit_code = ExitCode.NOT_MEASURED
+
+
+class StoreWriteError(StoreError):
+    """The database refused a write (its disk is full, the file is read-only); what was stored
+    before is kept, and a run cut short by it is closed as partial by the next reader."""
+
+    exit_code = ExitCode.NOT_MEASURED
+
+
+class OutputWriteError(TrackerError):
+    """A result or report file could not be written (disk full); no half-written file is left."""
 
     exit_code = ExitCode.NOT_MEASURED
 

@@ -3,6 +3,8 @@ at all; and the store session a read-only command reads from."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import sys
@@ -12,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.errors import ExitCode, UsageError
+from tracker.errors import ExitCode, OutputWriteError, UsageError
 from tracker.redaction import redact_data, redact_text
 from tracker.results import RunResult, RunStatus
 
@@ -35,10 +37,37 @@ def write_text(target: str, text: str, flag: str) -> None:
     if not path.parent.is_dir():
         raise UsageError(f"{flag} {target}: directory {path.parent} does not exist; create it "
                          "or choose another path")
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False,
-                                     prefix=f".{path.name}.", suffix=".tmp") as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
+    if path.is_dir():
+        raise UsageError(f"{flag} {target}: is a directory; give a file path such as "
+                         f"{path / ('result' + (path.suffix or _SUFFIXES.get(flag, '.txt')))}")
+    _write_whole(path, text, flag)
+
+
+_SUFFIXES = {"--json": ".json", "--markdown": ".md", "--junit": ".xml", "--out": ".json"}
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _write_whole(path: Path, text: str, flag: str) -> None:
+    """Write beside ``path`` and rename over it; on any failure the temporary file is removed
+    and the error is one line: the file, the cause and the fix."""
+    temporary: str | None = None
+    try:
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False,
+                                         prefix=f".{path.name}.", suffix=".tmp") as handle:
+            temporary = handle.name
+            handle.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        cause = exc.strerror or type(exc).__name__
+        if exc.errno in _FULL:
+            raise OutputWriteError(f"{flag} {path}: cannot write it ({cause}); free space on "
+                                   "that disk or choose another path; nothing was written "
+                                   "there") from None
+        raise UsageError(f"{flag} {path}: cannot write it ({cause}); choose a path you can "
+                         "write") from None
 
 
 def run_exit_code(run: RunResult) -> int:

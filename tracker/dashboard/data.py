@@ -2,7 +2,9 @@
 
 ``query_*`` functions do the work (the bench times them); ``load_*`` are the same functions behind
 ``st.cache_data``, keyed on the URL and the arguments, kept ``CACHE_TTL_S`` seconds so new nightly
-runs appear without a restart. Nothing here writes.
+runs appear without a restart. Nothing here writes but the triage of a regression and the
+reconciliation every reader of the store does (``query_database_state``): a run left ``running``
+by a tracker that is gone is closed as partial or failed, as every CLI command does on open.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tracker.errors import StoreError
 from tracker.gate.gating import fetch_history_runs
 from tracker.store import queries
 from tracker.store.db import check_schema, create_store_engine, read_revision, redact_url
+from tracker.store.leases import reap_abandoned_runs_safely
 from tracker.store.regressions import (
     RegressionRecord,
     RegressionStatus,
@@ -85,6 +88,8 @@ def query_database_state(url: str) -> DatabaseState:
         if empty:
             return DatabaseState(False, True, _empty_hint(url))
         check_schema(url)  # not empty, so this only checks the revision
+        if reap_abandoned_runs_safely(engine_for(url)):  # "Still running…" no longer
+            clear_caches()
         with Session(engine_for(url)) as session:
             summary = queries.fetch_store_summary(session)
     except StoreError as exc:

@@ -31,9 +31,15 @@ from sqlalchemy.pool import NullPool
 
 from tracker.errors import StoreError, StoreLockedError
 from tracker.inputs.shipped import find_checkout_folder
-from tracker.redaction import MIN_SECRET_CHARS, redact_text, register_url_credentials
+from tracker.redaction import register_url_credentials
 from tracker.store.leases import reap_abandoned_runs_safely
 from tracker.store.models import Base
+from tracker.store.sqlite_files import sqlite_open_url
+from tracker.store.storable import (
+    describe_driver_error,
+    dumps_storable_json,
+    storable_parameters,
+)
 
 DEFAULT_DB_URL = "sqlite:///tracker.db"
 DB_URL_ENV = "TRACKER_DB_URL"
@@ -114,38 +120,27 @@ def create_store_engine(url: str, *, foreign_keys: bool = True, pooled: bool = T
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite_directory(url, parsed)
         busy_timeout_s = sqlite_busy_timeout_s()
-        engine = create_engine(parsed, connect_args={"timeout": busy_timeout_s}, **kwargs)
+        engine = create_engine(sqlite_open_url(parsed, redact_url(url)),
+                               connect_args={"timeout": busy_timeout_s},
+                               json_serializer=dumps_storable_json, **kwargs)
         _set_sqlite_foreign_keys(engine, foreign_keys)
         _use_sqlite_wal(engine)
     else:
         connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
-        engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)
-    event.listen(engine, "before_cursor_execute", _redact_parameters, retval=True)
-    _raise_lock_errors(engine, url, busy_timeout_s)
+        engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args,
+                               json_serializer=dumps_storable_json, **kwargs)
+    event.listen(engine, "before_cursor_execute", _storable_parameters, retval=True)
+    _raise_store_errors(engine, url, busy_timeout_s)
     return engine
 
 
-def _redact_parameters(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
-                       _executemany: bool) -> tuple[str, Any]:
-    """Every text written to the database passes the one redaction: no secret is ever stored,
-    whichever table, column or code path it took (an echoed key in an error, a JSON body)."""
-    return statement, _redacted(parameters)
-
-
-def _redacted(value: Any) -> Any:
-    kind = type(value)
-    if kind is str:
-        return redact_text(value) if len(value) >= MIN_SECRET_CHARS else value
-    if kind is tuple or kind is list:  # one row's values, or the rows of an executemany
-        items = [v if type(v) not in _CONTAINERS else _redacted(v) for v in value]
-        return kind(items)
-    if kind is dict:
-        return {key: item if type(item) not in _CONTAINERS else _redacted(item)
-                for key, item in value.items()}
-    return value
-
-
-_CONTAINERS = frozenset({str, tuple, list, dict})
+def _storable_parameters(_conn: Any, _cursor: Any, statement: str, parameters: Any,
+                         _context: Any, _executemany: bool) -> tuple[str, Any]:
+    """Every value written to the database passes the store's boundary (``tracker.store.
+    storable``): no secret is ever stored, whichever table, column or code path it took (an
+    echoed key in an error, a JSON body), no text either backend refuses, no integer past 64
+    bits."""
+    return statement, storable_parameters(statement, parameters)
 
 
 def _check_sqlite_directory(url: str, parsed: URL) -> None:
@@ -225,12 +220,23 @@ def describe_lock(url: str, busy_timeout_s: float | None) -> str:
             f"longer with {SQLITE_BUSY_TIMEOUT_ENV}=<seconds>")
 
 
-def _raise_lock_errors(engine: Engine, url: str, busy_timeout_s: float | None) -> None:
+def _raise_store_errors(engine: Engine, url: str, busy_timeout_s: float | None) -> None:
+    """A lock held too long is a StoreLockedError; a full disk, a read-only or damaged file and
+    a number past a column's range are one-line StoreErrors with the fix; the rest is left to
+    the driver's error."""
+
+    parsed = _parse(url)
+    sqlite_path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
-        if is_lock_error(context.original_exception):
-            raise StoreLockedError(describe_lock(url, busy_timeout_s)) \
-                from context.original_exception
+        original = context.original_exception
+        if is_lock_error(original):
+            raise StoreLockedError(describe_lock(url, busy_timeout_s)) from original
+        error = describe_driver_error(original, f"database {redact_url(url)}", context.statement,
+                                      context.parameters, sqlite_path)
+        if error is not None:
+            raise error from original
 
 
 def retry_when_locked(action: Callable[[], T], *, wait_s: float | None = None) -> T:
@@ -324,11 +330,18 @@ def read_revision(url: str) -> tuple[bool, str | None]:
 
 
 def upgrade_database(url: str) -> tuple[str | None, str]:
-    """Migrate the database to the newest revision; returns (from revision, to revision)."""
-    _, before = read_revision(url)
+    """Migrate the database to the newest revision; returns (from revision, to revision).
+
+    Each revision commits with its version row (a new database: all of them at once), so a
+    kill leaves the database at the last whole revision; on SQLite a revision half-applied by
+    an older tracker is completed (``tracker.store.migrating``).
+    """
+    empty, before = read_revision(url)
     _check_known(url, before)
+    config = alembic_config(url)
+    config.attributes["one_transaction"] = empty
     with _store_errors(url, "upgrade database"):
-        command.upgrade(alembic_config(url), "head")
+        command.upgrade(config, "head")
     _, after = read_revision(url)
     if after is None:  # pragma: no cover - alembic just stamped it
         raise StoreError(f"upgrade of {redact_url(url)} left no schema revision")

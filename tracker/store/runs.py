@@ -46,6 +46,7 @@ from tracker.store.models import (
     run_source_column,
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
+from tracker.store.storable import INT64_MAX, INT64_MIN
 from tracker.store.values import ConfigVersionRow, RunListing
 from tracker.store.workload_facts import (
     complete_summary,
@@ -246,6 +247,8 @@ def _run_not_found(run_id: int) -> NotFoundError:
 
 def fetch_run(session: Session, run_id: int) -> RunResult:
     """The stored run with every workload, summary and request record."""
+    if not INT64_MIN <= run_id <= INT64_MAX:  # no row has it; the driver could not even ask
+        raise _run_not_found(run_id)
     found = session.execute(
         select(RunModel, ConfigVersionModel, SuiteModel)
         .join(ConfigVersionModel, RunModel.config_version_id == ConfigVersionModel.id)
