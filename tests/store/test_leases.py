@@ -32,6 +32,7 @@ from tracker.store.run_queue import (
     RequestStatus,
     claim_request,
     enqueue_requests,
+    fetch_requests,
     finish_request,
     link_run,
     reap_stale_requests,
@@ -188,7 +189,9 @@ def _link_to_a_request(engine: Engine, run_id: int, worker_id: str) -> int:
 
 
 def test_a_run_whose_request_still_runs_is_left_to_the_queue_reaper(store: Engine) -> None:
-    run_id = _running_run(store, _dead_pid(), measured=1)
+    """A worker on another host that went silent: whether it is dead is the queue's reaper's to
+    judge (by its heartbeat), not a reader's."""
+    run_id = _running_run(store, _dead_pid(), host="another-host", measured=1)
     _link_to_a_request(store, run_id, "dead-worker")
     assert _reap(store) == []  # the request and its run end together, in the queue's reaper
     with Session(store) as session, session.begin():
@@ -199,6 +202,24 @@ def test_a_run_whose_request_still_runs_is_left_to_the_queue_reaper(store: Engin
         reason = fetch_run(session, run_id).status_reason or ""
     assert "dead-worker stopped heartbeating" in reason and BY not in reason
     assert _lease_columns(store, run_id) == (None, None)
+
+
+def test_a_lone_workers_run_is_closed_by_the_next_reader_once_its_pid_is_gone(
+        store: Engine) -> None:
+    """A worker SIGKILLed on this host, no other worker or scheduler running: the next command
+    (or the dashboard) that opens the store closes its run and requeues its request."""
+    run_id = _running_run(store, _dead_pid(), measured=1)
+    request_id = _link_to_a_request(store, run_id, "killed-worker")
+    assert _reap(store) == [run_id]
+    with Session(store) as session:
+        run = fetch_run(session, run_id)
+        (request,) = [r for r in fetch_requests(session) if r.id == request_id]
+    assert run.status is RunStatus.PARTIAL
+    assert "stopped without finishing (killed?); its request requeued" in (run.status_reason or "")
+    assert request.status is RequestStatus.QUEUED and "killed?" in (request.error or "")
+    assert _reap(store) == []  # closed once
+    with Session(store) as session, session.begin():
+        assert reap_stale_requests(session, NOW + timedelta(seconds=1), NOW) == []
 
 
 def test_a_run_whose_request_has_ended_is_reaped_here(store: Engine) -> None:

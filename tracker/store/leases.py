@@ -13,7 +13,10 @@ A reaped run keeps what was measured: ``partial`` with the reason, ``failed`` wh
 A run that a worker makes for a queued request that is still ``running`` is left to the queue's
 reaper (``tracker.store.run_queue``), which closes it the same way when it requeues the request, so the
 request and its run end together; each reaper closes only a run that is still ``running``, so no
-run is closed twice.
+run is closed twice. One exception: a worker whose PID is gone on this host is known dead, so
+whoever reads the store next requeues its request (or fails it, as the queue's reaper would) and
+closes its run at once: a lone worker killed on a SQLite host leaves nothing ``running`` for
+the dashboard to show until another worker or the scheduler starts.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, exists, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -38,6 +42,7 @@ from tracker.redaction import redact_one_line
 from tracker.results import RunStatus
 from tracker.store.models import RunModel, SuiteModel, WorkloadResultModel
 from tracker.store.models_scheduling import RunRequestModel
+from tracker.store.run_queue import requeue_dead_workers_request
 from tracker.targets.supervisor import process_is_alive
 
 log = logging.getLogger(__name__)
@@ -168,6 +173,34 @@ def reap_abandoned_runs(session: Session, now: datetime, reaped_by: str, *,
             closed = _close_abandoned(session, row, cause, now, reaped_by)
             if closed is not None:
                 reaped.append(closed)
+    return reaped + _reap_dead_workers_runs(session, now, reaped_by, host, is_alive, queued)
+
+
+def _reap_dead_workers_runs(session: Session, now: datetime, reaped_by: str, host: str,
+                            is_alive: Callable[[int], bool], queued: Any) -> list[ReapedRun]:
+    """The runs of queued requests whose worker's PID is gone on this host: the request requeued
+    or failed, the run closed (a lease that ran out is the queue's reaper's to judge)."""
+    rows = session.execute(
+        select(RunModel.id, RunModel.owner_pid, RunModel.host, RunModel.lease_until,
+               RunModel.started_at, RunModel.suite_id)
+        .where(RunModel.status == _RUNNING, RunModel.owner_pid.is_not(None), RunModel.host == host,
+               queued)
+        .order_by(RunModel.id)).all()
+    reaped: list[ReapedRun] = []
+    for run_id, pid, run_host, lease, started_at, suite_id in rows:
+        if pid is None or is_alive(pid):
+            continue
+        row = _Running(run_id, pid, run_host, lease, started_at, suite_id)
+        cause = f"the worker running it (pid {pid} on host {run_host}) stopped without finishing " \
+                "(killed?)"
+        outcome = requeue_dead_workers_request(session, run_id, cause, now)
+        if outcome is None:
+            continue
+        closed = _close_abandoned(session, row, cause + ("; its request requeued" if outcome
+                                                          else "; its request failed"),
+                                  now, reaped_by)
+        if closed is not None:
+            reaped.append(closed)
     return reaped
 
 

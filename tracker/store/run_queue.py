@@ -239,6 +239,19 @@ def _requeue_or_fail(session: Session, row: RunRequestModel, reason: str, now: d
     return requeue if getattr(result, "rowcount", 0) else None
 
 
+def requeue_dead_workers_request(session: Session, run_id: int, reason: str,
+                                 now: datetime) -> bool | None:
+    """The running request behind run ``run_id`` whose worker is known dead (its PID is gone on
+    this host): requeued (True) or failed (False) as the stale-worker reaper would; None when
+    there is no such request (or another reaper got there first)."""
+    row = session.scalars(select(RunRequestModel)
+                          .where(RunRequestModel.run_id == run_id,
+                                 RunRequestModel.status == RequestStatus.RUNNING.value)).first()
+    if row is None:
+        return None
+    return _requeue_or_fail(session, row, reason, now, MAX_ATTEMPTS)
+
+
 # --- stale workers -------------------------------------------------------------------------
 
 
