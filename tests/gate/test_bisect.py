@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tests.waiting import wait_for
+from tracker.analysis import Outcome, Verdict
 from tracker.cli.main import main
 from tracker.errors import UsageError
 from tracker.gate.bisect import (
@@ -28,7 +29,8 @@ from tracker.gate.bisect import (
     compute_share,
     search_culprits,
 )
-from tracker.gate.probes import BisectBudget, build_probe_config
+from tracker.gate.gating import GateOutcome, GateResult, GateRow
+from tracker.gate.probes import BisectBudget, build_probe_config, compute_failing_row
 from tracker.inputs.configs import load_config
 from tracker.results import compute_run_source
 from tracker.store.bisections import fetch_bisections
@@ -425,7 +427,29 @@ def test_bisect_explains_the_collapse_not_the_memory_gpu_memory_utilization_asks
     assert memory["regressed"] is False and memory["verdict"]["rel_change"] > 0.0
     bisect = verdict["bisect"]
     regressed = [row for row in verdict["rows"] if row["regressed"]]
-    worst = max(regressed, key=lambda row: abs(math.log1p(row["verdict"]["rel_change"])))
+    # the worst change the gate is sure of: each interval's end nearest no change
+    worst = max(regressed, key=lambda row: min(abs(math.log1p(end))
+                                               for end in row["verdict"]["ci"]))
     assert (bisect["workload"], bisect["metric"]) == (worst["workload"], worst["metric"])
     markdown = capsys.readouterr().out
     assert "⚙️ as configured (engine\\.gpu\\_memory\\_utilization\\: 0\\.9 → 0\\.92)" in markdown
+
+
+def _regressed_row(metric: str, change: float, ci: tuple[float, float]) -> GateRow:
+    verdict = Verdict(Outcome.REGRESSION, change, ci, 0.001, "median", True, 1.0, 1.0 + change,
+                      96, 96, 3, 3, 0.02, 0.99, "t over runs", "worse")
+    return GateRow("eight-users", metric, metric, "s", verdict, regressed=True)
+
+
+def test_the_bisection_explains_the_change_the_gate_is_sure_of_not_the_widest_guess() -> None:
+    """What the real vLLM gave (max_num_seqs 8 -> 1, 32 requests a run): TTFT median +1025 %
+    [+177 %, +4,000 %] and TTFT p99 +1075 % [+110 %, +9,600 %]. The p99 of 32 values is the
+    larger guess and the weaker evidence; its probes, judged at a stricter level, stayed
+    undecided. The bisection follows the median."""
+    median = _regressed_row("ttft_median_s", 10.25, (1.77, 40.0))
+    p99 = _regressed_row("ttft_p99_s", 10.75, (1.10, 96.0))
+    throughput = _regressed_row("request_throughput_per_s", -0.789, (-0.97, -0.005))
+    result = GateResult(GateOutcome.REGRESSION, 1, "base", "head", "suite@0", (1, 3), (2, 4),
+                        False, (), (p99, median, throughput), (), True)
+    chosen = compute_failing_row(result)
+    assert chosen is not None and chosen.metric == "ttft_median_s"

@@ -9,10 +9,10 @@ store holds earlier runs of the base config version (the history), the sample va
 log statistic is a prior with ``runs - 1`` degrees of freedom, pooled with the compared runs' own
 spread (``compute_pooled_variance``); from ``GUARD_RUNS`` runs a side on, the prior is never
 taken below that own spread, so a quiet history cannot make a busy comparison look precise.
-Nor is the pooled variance ever taken below the runs' own sampling variance
-(``compute_sampling_variance``): a run's statistic varies from run to run at least as much as its
-requests make it vary, so two runs a side that happen to agree (the largest of 16 values, twice
-alike) cannot make a change look precise. Pure: no I/O.
+Nor is the pooled variance of a quantile a run cannot resolve (the p99 of 16 requests: its
+largest value) ever taken below the spread of the runs' top values
+(``compute_sampling_variance``), so two runs a side whose largest values happen to agree cannot
+make a change look precise. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -67,20 +67,18 @@ def compute_log_statistic(values: Sequence[float], statistic: str) -> float | st
 
 
 def compute_sampling_variance(values: Sequence[float], statistic: str) -> float:
-    """How much a run's log statistic varies from its requests alone: the Maritz-Jarrett
-    variance of the log quantile (its order statistics weighted by the Beta law of the
-    quantile's rank; the rank kept one below the largest, so a small run's p99 gets the spread of
-    its top values), the squared standard error of the log mean; 0.0 for one value a run or a
-    statistic that cannot be had. A run's statistic varies from run to run at least this much."""
+    """How much a run's log statistic varies from its requests alone, where the run cannot
+    resolve its quantile (fewer than one value beyond it: the p99 of 16 or 32 requests): the
+    Maritz-Jarrett variance of the log quantile (its order statistics weighted by the Beta law of
+    the quantile's rank, the rank kept one below the largest, so it is the spread of the run's
+    top values). 0.0 otherwise: a median, a mean, a p99 of 1,000 requests (requests of a run are
+    not independent draws: in a closed loop the queue repeats itself run after run, and a floor
+    from their spread would bury real changes)."""
     x = np.asarray(values, dtype=float)
     n = len(x)
-    if n < 2 or not np.all(np.isfinite(x)) or float(x.min()) <= 0.0:
-        return 0.0
-    if statistic == "mean":
-        mean = float(x.mean())
-        return float(x.var(ddof=1)) / (n * mean * mean)
     q = QUANTILES.get(statistic)
-    if q is None or n < MIN_VALUES:
+    if q is None or n < MIN_VALUES or n * (1.0 - q) >= 1.0 or not np.all(np.isfinite(x)) \
+            or float(x.min()) <= 0.0:
         return 0.0
     logs = np.sort(np.log(x))
     rank = min(max(math.floor(q * n + 0.5), 2), n - 1)

@@ -9,8 +9,9 @@ judge here, by the same rules:
    two runs of one config differ by more than their requests say (GuideLLM measured run-to-run
    spread 1.8 to 3.2 times what one run's spread implies).
 2. **The noise** is the runs' own spread, pooled with the history's prior (earlier runs of the
-   base config version) where there is one, and never below the runs' own sampling variance
-   (``compute_sampling_variance``: two runs a side that agree by chance are not precision).
+   base config version) where there is one; for a quantile a run cannot resolve (the p99 of
+   16 requests), never below the spread of the runs' top values (``compute_sampling_variance``:
+   two runs a side whose largest values agree by chance are not precision).
    One run a side and no history: the request-level
    test's interval is widened by ``RUN_NOISE_FACTOR``, the upper end of that measurement, so
    only a change far beyond one run's sampling decides; a one-value-per-run metric
@@ -76,7 +77,7 @@ class RunStatistic:
     log: float
     down: float = 0.0
     up: float = 0.0
-    sampling: float = 0.0  # the variance of ``log`` from the run's own requests
+    sampling: float = 0.0  # the variance of ``log`` from the run's own top values (a p99 of 16)
 
 
 def compute_run_statistic(sample: RunSample, statistic: str) -> RunStatistic | str:
@@ -132,7 +133,8 @@ def _upper_tail(shift: float, look: Look) -> float:
 def compute_look(base: Sequence[RunStatistic], head: Sequence[RunStatistic],
                  lower_is_better: bool, prior: RunNoisePrior | None) -> Look | None:
     """The two-sample t of the runs' log statistics (pooled variance, with the prior where there
-    is one, at least the runs' mean sampling variance), signed so that worse is positive; None
+    is one, at least the runs' mean sampling variance where a run cannot resolve its quantile),
+    signed so that worse is positive; None
     without any noise estimate."""
     if not base or not head:
         return None
