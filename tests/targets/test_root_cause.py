@@ -92,7 +92,7 @@ def test_the_root_cause_line_is_redacted() -> None:
 
 
 @pytest.mark.parametrize(("command", "program"), [
-    (["taskset", "-c", "0", "/root/.cache/tracker/vllm/venv/bin/vllm", "serve"], "vllm"),
+    (["taskset", "-c", "0", "/home/user/.cache/tracker/vllm/venv/bin/vllm", "serve"], "vllm"),
     (["taskset", "0x1", "vllm", "serve"], "vllm"),
     (["env", "-u", "HOME", "VLLM_CPU_KVCACHE_SPACE=1", "numactl", "--physcpubind=0", "-m", "0",
       "vllm", "serve"], "vllm"),
