@@ -435,8 +435,9 @@ def test_bisect_explains_the_collapse_not_the_memory_gpu_memory_utilization_asks
     assert "⚙️ as configured (engine\\.gpu\\_memory\\_utilization\\: 0\\.9 → 0\\.92)" in markdown
 
 
-def _regressed_row(metric: str, change: float, ci: tuple[float, float]) -> GateRow:
-    verdict = Verdict(Outcome.REGRESSION, change, ci, 0.001, "median", True, 1.0, 1.0 + change,
+def _regressed_row(metric: str, change: float, ci: tuple[float, float],
+                   statistic: str = "median") -> GateRow:
+    verdict = Verdict(Outcome.REGRESSION, change, ci, 0.001, statistic, True, 1.0, 1.0 + change,
                       96, 96, 3, 3, 0.02, 0.99, "t over runs", "worse")
     return GateRow("eight-users", metric, metric, "s", verdict, regressed=True)
 
@@ -447,9 +448,26 @@ def test_the_bisection_explains_the_change_the_gate_is_sure_of_not_the_widest_gu
     larger guess and the weaker evidence; its probes, judged at a stricter level, stayed
     undecided. The bisection follows the median."""
     median = _regressed_row("ttft_median_s", 10.25, (1.77, 40.0))
-    p99 = _regressed_row("ttft_p99_s", 10.75, (1.10, 96.0))
+    p99 = _regressed_row("ttft_p99_s", 10.75, (1.10, 96.0), "p99")
     throughput = _regressed_row("request_throughput_per_s", -0.789, (-0.97, -0.005))
     result = GateResult(GateOutcome.REGRESSION, 1, "base", "head", "suite@0", (1, 3), (2, 4),
                         False, (), (p99, median, throughput), (), True)
     chosen = compute_failing_row(result)
     assert chosen is not None and chosen.metric == "ttft_median_s"
+
+
+def test_a_p99_the_runs_cannot_resolve_is_followed_only_when_nothing_else_regressed() -> None:
+    """The second bisection on the real vLLM: the p99 of 32 requests a run had the tighter
+    interval (+1066 % [+383 %, +2,714 %]) than the median (+1024 % [+276 %, +3,259 %]), and its
+    probes, near each run's largest value, stayed undecided. A row the runs resolve wins."""
+    median = _regressed_row("ttft_median_s", 10.24, (2.76, 32.6))
+    p99 = _regressed_row("ttft_p99_s", 10.66, (3.83, 27.1), "p99")
+
+    def gate(*rows: GateRow) -> GateResult:
+        return GateResult(GateOutcome.REGRESSION, 1, "base", "head", "suite@0", (1, 3), (2, 4),
+                          False, (), rows, (), True)
+
+    chosen = compute_failing_row(gate(p99, median))
+    assert chosen is not None and chosen.metric == "ttft_median_s"
+    alone = compute_failing_row(gate(p99))
+    assert alone is not None and alone.metric == "ttft_p99_s"

@@ -31,6 +31,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.analysis import Outcome, Verdict
+from tracker.analysis.noise import QUANTILES
 from tracker.errors import ConfigError, MeasurementError, RunInterrupted, UsageError
 from tracker.gate.bisect import (
     BisectOutcome,
@@ -233,9 +234,23 @@ def compute_failing_row(result: GateResult) -> GateRow | None:
     for is never one), the one the gate is sure moved furthest the worse way on the log scale
     (a 3x collapse before a 5 % slip, whichever was decided first; a median known to be at
     least +170 % before a p99 of 32 values somewhere in +110 % to +9,000 %, which the probes,
-    judged at a stricter level, could not decide)."""
+    judged at a stricter level, could not decide). A quantile its runs cannot resolve (the p99
+    of 32 requests is near each run's largest value) is followed only when no other row
+    regressed: a probe's few runs cannot pin it down."""
     regressed = [row for row in result.rows if row.regressed and row.verdict is not None]
-    return max(regressed, key=compute_severity, default=None)
+    return max(regressed, key=lambda row: (is_resolved(row), compute_severity(row)),
+               default=None)
+
+
+def is_resolved(row: GateRow) -> bool:
+    """Whether each run resolves the row's statistic: a median, a mean, a run's one value, a
+    p99 of at least 100 requests a run."""
+    verdict = row.verdict
+    if verdict is None or verdict.statistic not in QUANTILES or verdict.base_runs < 1:
+        return True
+    per_run = min(verdict.base_count / verdict.base_runs,
+                  verdict.head_count / max(verdict.head_runs, 1))
+    return per_run * (1.0 - QUANTILES[verdict.statistic]) >= 1.0
 
 
 def compute_severity(row: GateRow) -> float:
