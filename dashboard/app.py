@@ -12,7 +12,9 @@ from tracker.dashboard.pages import PAGES
 from tracker.dashboard.ui import database_url, sidebar
 from tracker.dashboard.viewer import require_viewer, show_viewer
 
-st.set_page_config(page_title="tracker", page_icon=":material/speed:", layout="wide")
+# An emoji favicon is drawn by the browser from a data: URL; a ":material/…:" one would be fetched
+# from fonts.gstatic.com on every page (the dashboard asks nothing of any other host).
+st.set_page_config(page_title="tracker", page_icon="📈", layout="wide")
 viewer = require_viewer()  # stops here with the sign-in, or why not, when nobody may look
 navigation = st.navigation([
     st.Page(spec.path, title=spec.title, icon=spec.icon, url_path=spec.url_path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest
@@ -131,3 +132,27 @@ def test_a_commands_output_and_log_records_pass_the_redaction(
     assert caplog.records[-1].getMessage() == f"logged {MARK}"
     print(f"after {KEY}")  # the command is over: the streams are the originals again
     assert capsys.readouterr().out == f"after {KEY}\n"
+
+
+HEX_KEY = "3b7e1f9a0c4d2e8b6a5f7c9d1e3b0a42"  # an Azure-style key: 32 hex digits, no token shape
+UUID_KEY = "7c2f9e4a-1b3d-4c8e-9a6f-2d5b8e1c7f03"
+
+
+@pytest.mark.parametrize("key", [KEY, HEX_KEY, UUID_KEY])
+@pytest.mark.parametrize("case", [str.upper, str.lower, str.swapcase])
+def test_a_registered_key_is_hidden_in_any_letter_case(key: str,
+                                                      case: Callable[[str], str]) -> None:
+    register_secret(HEX_KEY, UUID_KEY)
+    echoed = case(key)
+    for text in (f"invalid key {echoed}", f"key ending {echoed[-8:]} refused",
+                 f"masked {echoed[:6]}****{echoed[-6:]}", f"path /{quote(echoed, safe='')}"):
+        hidden = redact_text(text)
+        assert MARK in hidden
+        lowered = hidden.lower()
+        assert not any(key[i:i + 6].lower() in lowered for i in range(len(key) - 5)), hidden
+
+
+def test_case_folding_keeps_the_text_around_a_hidden_key() -> None:
+    register_secret(HEX_KEY)
+    text = f"İstanbul said {HEX_KEY.upper()} twice; straße {HEX_KEY[:10].upper()}."
+    assert redact_text(text) == f"İstanbul said {MARK} twice; straße {MARK}."

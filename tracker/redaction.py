@@ -9,7 +9,8 @@ is stored, printed, rendered, written to a report or a log, or sent to a webhook
   webhook credentials, the database password) and of every environment variable whose name says
   it holds one (``*KEY*``, ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``,
   ``AUTH*``): the whole value, its percent-encoded forms, and any piece of 6 or more characters of
-  it (gateways echo a masked key, "sk-…wxyz", or its tail);
+  it (gateways echo a masked key, "sk-…wxyz", or its tail), in any letter case (a gateway that
+  upper-cases what it echoes, a 32-hex-digit key or a UUID in capitals);
 - anything shaped like a known token (OpenAI, Anthropic, GitHub, Hugging Face, Slack, AWS,
   Google, JWTs), ``Bearer``/``Basic`` credentials, key-bearing headers and query parameters, and
   the password of any URL.
@@ -105,6 +106,10 @@ class _Known:
         self._env_seen: dict[str, str] = {}
         self._env_read_s: float | None = None
 
+    @property
+    def values(self) -> frozenset[str]:
+        return frozenset(self._values)
+
     def add(self, values: Iterable[str], *, pieces: bool = True) -> None:
         known = self._values if pieces else self._whole_only
         fresh = {v for v in (_clean(value) for value in values) if v and v not in known}
@@ -129,11 +134,14 @@ class _Known:
                                    if n.upper().endswith("_PROXY"))))
 
     def _rebuild(self) -> None:
+        # Both patterns are lower-case and run over the text lower-cased (``_fold``), so an echo
+        # in another letter case is found too, at the cost of one ``str.lower`` per text.
         variants = {form for value in self._values for form in _encodings(value)}
         whole = variants | {form for value in self._whole_only for form in _encodings(value)}
-        ordered = sorted(whole, key=len, reverse=True)
+        ordered = sorted({_fold(form) for form in whole}, key=len, reverse=True)
         self._whole = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        grams = {v[i:i + PIECE_CHARS] for v in variants for i in range(len(v) - PIECE_CHARS + 1)}
+        grams = {_fold(v)[i:i + PIECE_CHARS] for v in variants
+                 for i in range(len(v) - PIECE_CHARS + 1)}
         self._grams = frozenset(grams)
         self._pieces = re.compile("|".join(map(re.escape, sorted(grams)))) if grams else None
 
@@ -141,12 +149,15 @@ class _Known:
         whole, pieces, grams = self._whole, self._pieces, self._grams
         if whole is None:
             return text
-        text = whole.sub(MARK, text)
-        if pieces is None or pieces.search(text) is None:
+        folded = _fold(text)
+        if whole.search(folded) is not None:
+            spans = [match.span() for match in whole.finditer(folded)]
+            text, folded = _mark(text, spans), _mark(folded, spans)
+        if pieces is None or pieces.search(folded) is None:
             return text
         covered = bytearray(len(text))
         for start in range(len(text) - PIECE_CHARS + 1):
-            if text[start:start + PIECE_CHARS] in grams:
+            if folded[start:start + PIECE_CHARS] in grams:
                 covered[start:start + PIECE_CHARS] = b"\x01" * PIECE_CHARS
         out: list[str] = []
         index = 0
@@ -159,6 +170,26 @@ class _Known:
                 out.append(text[index])
                 index += 1
         return "".join(out)
+
+
+def _mark(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (in order, not overlapping) replaced by ``MARK``."""
+    out: list[str] = []
+    index = 0
+    for start, end in spans:
+        out += [text[index:start], MARK]
+        index = end
+    out.append(text[index:])
+    return "".join(out)
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased character by character, so that its indices stay those of ``text``
+    (``str.lower`` makes two characters of a few, such as "İ": those are kept as they are)."""
+    folded = text.lower()
+    if len(folded) == len(text):
+        return folded
+    return "".join(low if len(low := char.lower()) == 1 else char for char in text)
 
 
 def _encodings(value: str) -> set[str]:
@@ -206,6 +237,12 @@ def register_secret(*values: str | None, pieces: bool = True) -> None:
     """Hide these values in every text redacted from now on: whole, and (``pieces``) any piece
     of 6+ characters; ``pieces=False`` for values that are secret but not random (a URL path)."""
     _KNOWN.add((value for value in values if value), pieces=pieces)
+
+
+def known_secrets() -> tuple[str, ...]:
+    """The secrets registered in this process (hidden whole and in pieces), for a helper process
+    that redacts on its behalf (a launched server's supervisor, which writes its log)."""
+    return tuple(sorted(_KNOWN.values))
 
 
 def _url_password(url: str) -> str | None:

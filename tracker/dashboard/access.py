@@ -12,7 +12,8 @@ dashboard` refuses to start unless a sign-in is configured:
 - ``--trust-proxy-auth``: the operator says a reverse proxy in front authenticates every request
   and names the user in one header (``X-Forwarded-User`` unless ``--user-header`` names another,
   e.g. ``X-Forwarded-Email``), replacing any such header a client sent. A request without
-  exactly one value of that header is refused; a triage is recorded as that value.
+  exactly one value of that header is refused (a comma-separated list such as ``alice, mallory``
+  is several: a proxy that appends instead of replacing); a triage is recorded as that value.
 
 The launcher hands the mode to the app in ``$TRACKER_DASHBOARD_AUTH`` (and the header in
 ``$TRACKER_DASHBOARD_USER_HEADER``); started by plain ``streamlit run``, the app uses OIDC when an
@@ -155,7 +156,9 @@ def compute_viewer(mode: AuthMode, claims: Mapping[str, Any], user_values: Seque
         named = (claims.get(claim) for claim in OIDC_CLAIMS)
         return _clean(next((str(value) for value in named if value), "oidc:signed-in"))
     values = [value.strip() for value in user_values if value.strip()]
-    return _clean(values[0]) if len(values) == 1 else None  # twice: appended, not replaced
+    if len(values) != 1 or "," in values[0]:  # twice, or "alice, mallory": appended, not replaced
+        return None
+    return _clean(values[0])
 
 
 def _clean(name: str) -> str:

@@ -12,6 +12,8 @@ block, not event by event:
 - everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
   fast path does not recognise) is parsed line by line with ``json.loads``.
 Both paths give the same counts; tests/load/test_sse.py checks them against each other.
+A line is held until its newline comes, up to ``MAX_LINE_BYTES``: a server that goes on past
+that without one fails the request (``sse_line_too_long``) instead of filling the memory.
 
 A multi-turn session whose next request carries the model's answer reads that turn's stream with
 an ``AnswerScanner`` (``AnthropicAnswerScanner`` for the Messages API): every event parsed, the
@@ -27,6 +29,10 @@ from typing import Any
 from tracker.redaction import redact_text
 
 ERROR_TEXT_LIMIT = 300
+# The longest SSE line kept while waiting for its newline: a real server's event is a few KiB
+# (a whole answer with its logprobs in one event, some hundred KiB); past this, the stream is
+# failed (``sse_line_too_long``) rather than held in memory.
+MAX_LINE_BYTES = 4 << 20
 
 _BLOCK = re.compile(rb"(?:data: ?\{[^\n]*\}\r?\n|\r?\n)*")  # object events and blank lines
 _CHOICES = re.compile(rb'"choices"\s*:\s*\[')
@@ -132,13 +138,29 @@ class StreamScanner:
         return join_received_text(self.text_parts)
 
     def feed(self, data: bytes, now: float) -> None:
-        """One network read, stamped ``now``; raises StreamError for a stream that is wrong."""
+        """One network read, stamped ``now``; raises StreamError for a stream that is wrong
+        (``sse_line_too_long``: a line that goes on past ``MAX_LINE_BYTES``)."""
         self.end_s = now
-        buffer = self.pending + data if self.pending else data
-        cut = buffer.rfind(b"\n") + 1
-        self.pending = buffer[cut:]
-        if cut:
-            self._scan(buffer[:cut] if cut < len(buffer) else buffer, now)
+        cut = data.rfind(b"\n") + 1
+        if not cut:  # the line goes on
+            self._hold(data)
+            return
+        block = data if cut == len(data) else data[:cut]
+        if self.pending:
+            block, self.pending = self.pending + block, b""
+        self._hold(data[cut:])
+        self._scan(block, now)
+
+    def _hold(self, part: bytes) -> None:
+        """Keep ``part`` of an unfinished line, up to ``MAX_LINE_BYTES`` of it."""
+        if not part:
+            return
+        if len(self.pending) + len(part) > MAX_LINE_BYTES:
+            self.pending = b""
+            raise StreamError("sse_line_too_long",
+                              f"an SSE line went on past {MAX_LINE_BYTES >> 20} MiB without a "
+                              "newline; no real server sends one, so the stream was dropped")
+        self.pending += part
 
     def finish(self) -> None:
         """The body ended: parse a last line that came without a newline."""

@@ -54,6 +54,7 @@ from tracker.load.shares import (
     compute_shares,
     merge_outcomes,
 )
+from tracker.redaction import register_secrets_in
 from tracker.results import RequestRecord
 
 START_METHOD = "forkserver"  # fork-safe (the coordinator may hold threads), cheap after the first
@@ -191,6 +192,7 @@ def _pin(cpu: int | None) -> None:
 
 
 async def _run_job(job: WorkerJob, link: Start) -> WorkerOutcome:
+    register_secrets_in(job.endpoint.headers)  # a new process: the key it sends is hidden here too
     generator: LoadGenerator
     if isinstance(job.plan, SessionPlan):
         generator = _WorkerSessionGenerator(job.endpoint, job.plan, job.share, link)

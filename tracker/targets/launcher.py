@@ -2,18 +2,19 @@
 
 ``launch_server`` starts ``target.launch.command`` (``vllm serve`` by default) with the model, the
 config's engine args as flags and ``--host 127.0.0.1 --port FREE_PORT``, in its own process group,
-with its output in a log file (mode 0600). The server gets a minimal environment
-(``build_server_env``), never the tracker's whole one, which holds the database URL, the webhook
-and API keys. With ``launch.cpus`` the server runs on those CPUs and the tracker's client on the
-others while it runs (``tracker.targets.pinning``). It waits until ``/health`` and ``/v1/models``
-answer, then reads the startup facts from ``/metrics`` and the log (``tracker.targets.startup``);
-a fact that is missing is "not reported", not an error. A server that exits or never gets
-healthy fails the launch with the root-cause line of its log (``tracker.targets.root_cause``) and
-the log's path. On leaving, however that happens (the run ends, an error, a timeout, Ctrl-C),
-the whole process group gets SIGTERM, then SIGKILL after a grace period. When the tracker dies
-without leaving (SIGKILL), the server's supervisor (``tracker.targets.supervisor``) stops the
-group, and a server whose supervisor died too is stopped by the next launch through the pid file
-it left next to its log.
+with its output in a log file (mode 0600), redacted as it is written (its supervisor copies it
+through the one redaction, knowing the run's key and ``launch.env_from``'s values). The server gets
+a minimal environment (``build_server_env``), never the tracker's whole one, which holds the
+database URL, the webhook and API keys. With ``launch.cpus`` the server runs on those CPUs and the
+tracker's client on the others while it runs (``tracker.targets.pinning``). It waits until
+``/health`` and ``/v1/models`` answer, then reads the startup facts from ``/metrics`` and the log
+(``tracker.targets.startup``); a fact that is missing is "not reported", not an error. A server
+that exits or never gets healthy fails the launch with the root-cause line of its log
+(``tracker.targets.root_cause``) and the log's path. On leaving, however that happens (the run
+ends, an error, a timeout, Ctrl-C), the whole process group gets SIGTERM, then SIGKILL after a
+grace period. When the tracker dies without leaving (SIGKILL), the server's supervisor
+(``tracker.targets.supervisor``) stops the group, and a server whose supervisor died too is stopped
+by the next launch through the pid file it left next to its log.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ import aiohttp
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
 from tracker.load.generator import Endpoint
-from tracker.redaction import is_secret_name, redact_one_line
+from tracker.redaction import is_secret_name, known_secrets, redact_one_line
 from tracker.targets.pinning import Pinning, build_pinning_env, check_pinning, keep_client_off
 from tracker.targets.root_cause import parse_program, read_root_cause
 from tracker.targets.startup import StartupFacts, fetch_startup_facts, parse_startup_log
@@ -165,21 +166,25 @@ def _open_log(log_path: Path) -> int:
 
 
 def _start(command: list[str], env: dict[str, str], log_path: Path,
-           pinning: Pinning | None = None) -> ServerProcess:
+           pinning: Pinning | None = None, secrets: Sequence[str] = ()) -> ServerProcess:
     """The server under its supervisor (on ``pinning.server``'s CPUs, when given), which says
-    the server's pid (or why it cannot start)."""
+    the server's pid (or why it cannot start) and hides ``secrets`` (and the tracker's own known
+    ones) in the server's log; they go on its stdin, never in its arguments."""
     pid_path = log_path.with_suffix(".pid")
     cpus = [] if pinning is None else ["--cpus", ",".join(map(str, sorted(pinning.server)))]
     supervise = [sys.executable, "-m", "tracker.targets.supervisor", "--owner-pid", str(os.getpid()),
-                 "--pid-file", str(pid_path), "--grace-s", str(TERM_GRACE_S), *cpus, "--",
-                 *command]
+                 "--pid-file", str(pid_path), "--grace-s", str(TERM_GRACE_S), *cpus,
+                 "--secrets-on-stdin", "--", *command]
     log_fd = _open_log(log_path)
     try:
-        supervisor = subprocess.Popen(supervise, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        supervisor = subprocess.Popen(supervise, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=log_fd, env=env, start_new_session=True)
     finally:
         os.close(log_fd)
-    assert supervisor.stdout is not None
+    assert supervisor.stdin is not None and supervisor.stdout is not None
+    with suppress(OSError), supervisor.stdin:  # it may have exited already
+        said_secrets = {"secrets": sorted({*known_secrets(), *secrets})}
+        supervisor.stdin.write(json.dumps(said_secrets).encode() + b"\n")
     with supervisor.stdout:
         line = supervisor.stdout.readline()
     try:
@@ -295,7 +300,8 @@ async def launch_server(loaded: LoadedConfig,
         await asyncio.to_thread(reap_leftover_servers, log_path.parent, TERM_GRACE_S)
     base_url = f"http://{HOST}:{port}"
     started_s = time.monotonic()
-    process = _start(command, env, log_path, pinning)
+    secrets = [env[name] for name in launch.env_from if name in env]
+    process = _start(command, env, log_path, pinning, secrets)
     def safety_net() -> None:  # if the interpreter exits before the finally below runs
         stop_server(process, 2.0)
 

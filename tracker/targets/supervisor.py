@@ -1,15 +1,20 @@
-"""``python -m tracker.targets.supervisor --owner-pid PID --pid-file FILE [--cpus 0,1] -- COMMAND``:
-a launched server that dies with its tracker.
+"""``python -m tracker.targets.supervisor --owner-pid PID --pid-file FILE [--cpus 0,1]
+[--secrets-on-stdin] -- COMMAND``: a launched server that dies with its tracker, and whose log
+holds no secret.
 
-The launcher starts this small process (standard library only) for each server it launches. It
-starts COMMAND in a process group of its own, writes FILE (who owns the server, its group, the
-start times that tell a reused PID apart), tells the launcher the server's PID on stdout, then
-watches. With ``--cpus`` it first moves itself onto those CPUs, and the server inherits them.
-When the tracker that started it is gone, even killed with SIGKILL (when no ``finally`` or
-``atexit`` runs), it stops the server's whole group: SIGTERM, then SIGKILL after the grace
-period. When the server exits, it stops what the server left in its group and exits with the
-server's code. The parent is watched by polling ``os.getppid()``: ``PR_SET_PDEATHSIG`` fires when
-the launching *thread* exits, which is not the tracker's end.
+The launcher starts this small process (standard library and ``tracker.redaction`` only) for each
+server it launches. It starts COMMAND in a process group of its own, writes FILE (who owns the
+server, its group, the start times that tell a reused PID apart), tells the launcher the server's
+PID on stdout, then watches. The server's output (stdout and stderr) comes through this process,
+line by line, into its own stderr (the log file) through the one redaction: the secrets named by
+the environment (``HF_TOKEN``…) and, with ``--secrets-on-stdin``, those the launcher writes as a
+JSON line on stdin (the run's key, ``launch.env_from``'s values), never in its arguments. With
+``--cpus`` it first moves itself onto those CPUs, and the server inherits them. When the tracker
+that started it is gone, even killed with SIGKILL (when no ``finally`` or ``atexit`` runs), it
+stops the server's whole group: SIGTERM, then SIGKILL after the grace period. When the server
+exits, it stops what the server left in its group and exits with the server's code. The parent is
+watched by polling ``os.getppid()``: ``PR_SET_PDEATHSIG`` fires when the launching *thread* exits,
+which is not the tracker's end.
 
 When the supervisor was killed too, FILE remains: the next launch on the host
 (``reap_leftover_servers``) stops a group whose owner is gone and removes the file.
@@ -26,17 +31,22 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
+from typing import IO
 
 from tracker.errors import ExitCode
+from tracker.redaction import redact_text, refresh_environment, register_secret
 
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 0.2
+LOG_LINE_BYTES = 64 * 1024  # a longer line is copied in pieces of this size
+COPY_DRAIN_S = 5.0  # how long the server's last output may take to reach the log once it exits
 _PROC = Path("/proc")
 
 
@@ -182,6 +192,8 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--grace-s", type=float, default=15.0, help="SIGTERM to SIGKILL")
     parser.add_argument("--cpus", type=_cpu_ids, default=None,
                         help="comma-separated CPU ids: this supervisor and the server run on them")
+    parser.add_argument("--secrets-on-stdin", action="store_true",
+                        help='read {"secrets": [...]} (one JSON line) on stdin: hidden in the log')
     parser.add_argument("command", nargs="+", help="the server's command (after --)")
     return parser.parse_args(argv)
 
@@ -193,6 +205,33 @@ def _say(message: dict[str, object]) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+def read_secrets(source: IO[str]) -> None:
+    """Register the secrets the launcher sends (one JSON line); nothing when it sends none."""
+    try:
+        said = json.loads(source.readline() or "{}")
+    except (OSError, ValueError, RecursionError):
+        said = {}
+    secrets = said.get("secrets") if isinstance(said, dict) else None
+    if isinstance(secrets, list):
+        register_secret(*(value for value in secrets if isinstance(value, str)))
+
+
+def copy_redacted(source: IO[bytes], log: IO[bytes]) -> None:
+    """The server's output to the log, line by line, each line through the one redaction."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in iter(lambda: source.readline(LOG_LINE_BYTES), b""):
+            log.write(redact_text(line.decode("utf-8", "replace")).encode("utf-8", "replace"))
+            log.flush()
+
+
+def _start_copying(server: subprocess.Popen[bytes]) -> threading.Thread:
+    assert server.stdout is not None
+    copier = threading.Thread(target=copy_redacted, args=(server.stdout, sys.stderr.buffer),
+                              name="server-log", daemon=True)
+    copier.start()
+    return copier
 
 
 def _exit_code(returncode: int) -> int:
@@ -233,12 +272,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say({"error": f"cannot run on CPUs {cpus}: {getattr(exc, 'strerror', None) or exc}",
                   "cause": "cpus"})
             return ExitCode.CANNOT_EXECUTE
-    try:  # stdout and stderr: the log this supervisor writes to
-        server = subprocess.Popen(args.command, stdin=subprocess.DEVNULL, stdout=sys.stderr,
-                                  stderr=sys.stderr, start_new_session=True)
+    refresh_environment()  # the server's environment: HF_TOKEN and the like
+    if args.secrets_on_stdin:
+        read_secrets(sys.stdin)
+    try:  # stdout and stderr: through this supervisor, redacted, to the log it writes to
+        server = subprocess.Popen(args.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as exc:
         _say({"error": exc.strerror or str(exc)})
         return ExitCode.CANNOT_EXECUTE
+    copier = _start_copying(server)
     try:
         write_pid_file(args.pid_file, PidRecord(
             socket.gethostname(), args.owner_pid, process_start_ticks(args.owner_pid),
@@ -253,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say({"pid": server.pid})
         return _watch(server, args.owner_pid, args.grace_s, stopping)
     finally:
+        copier.join(COPY_DRAIN_S)  # the server's last words reach the log before it is read
         args.pid_file.unlink(missing_ok=True)
 
 
