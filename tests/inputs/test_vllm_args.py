@@ -119,6 +119,6 @@ def test_every_config_tracker_init_writes_is_valid_for_vllm_0_32(tmp_path: Path)
     copy_starter_files(tmp_path)
     paths = _serving_configs(tmp_path / "configs")
     assert [p.name for p in paths] == ["sim-default.yaml", "taotoken-example.yaml",
-                                       "vllm-launch-llama3-8b.yaml"]
+                                       "vllm-launch-llama3-8b.yaml", "vllm-llama3-8b.yaml"]
     for path in paths:
         check_engine_args(load_config(path).config.engine, GPU_0_32, str(path))
