@@ -150,7 +150,7 @@ def test_the_vectorised_generator_writes_generate_words_byte_for_byte() -> None:
 BAD_ROWS = [
     ([{"timestamp": 0, "input_length": 4, "output_length": 1},
       {"timestamp": "soon", "input_length": 4, "output_length": 1}],
-     ":2: timestamp: must be a number of milliseconds >= 0 (got 'soon')"),
+     ":2: timestamp: must be a number of milliseconds from 0 to 1e+15 (got 'soon')"),
     ([{"timestamp": 0, "input_length": 0, "output_length": 1}],
      ":1: input_length: must be a positive integer (got '0')"),
     ([{"timestamp": 0, "input_length": 4, "output_length": 10**12}],  # not a prompt to build

@@ -49,6 +49,7 @@ from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
 from tracker.load.shares import with_workers
 from tracker.load.slo import parse_goodput
 from tracker.load.workers import WorkerPool
+from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
 from tracker.reports.bench_report import render_bench_text
 from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json
@@ -129,8 +130,8 @@ def build_workload(args: BenchArgs) -> Workload:
     """The arguments as a suite workload (validated like one); bad values are usage errors."""
     slo = parse_goodput(args.goodput) if args.goodput else None
     shape = _shape(args)
-    prompts = build_prompts(args)
     try:
+        prompts = build_prompts(args)
         return Workload(
             name=NAME,
             prompts=prompts,
@@ -142,17 +143,31 @@ def build_workload(args: BenchArgs) -> Workload:
             **shape,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "arguments"
-        raise UsageError(f"tracker bench: {where}: {first['msg']} (got "
-                         f"{first.get('input')!r})") from None
+        got = repr(first.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        message = str(first["msg"]).removeprefix("Value error, ")
+        flag = f"{_FLAGS[where]} ({where})" if where in _FLAGS else where
+        raise UsageError(f"tracker bench: {flag}: {message} (got {got})") from None
+
+
+_FLAGS = {"input_tokens": "--random-input-len", "max_tokens": "--random-output-len",
+          "num_requests": "--num-prompts", "warmup_requests": "--warmup",
+          "request_timeout_s": "--timeout", "request_rate": "--request-rate",
+          "max_concurrency": "--max-concurrency", "burstiness": "--burstiness"}
 
 
 def _headers(args: BenchArgs) -> dict[str, str]:
+    """The key's header; the key (whatever its shape) is hidden in every text redacted from
+    now on, as ``tracker run``'s is (tracker.targets.resolve)."""
     if args.api_key_env is None:
         return {}
     value = os.environ.get(args.api_key_env, "").strip()
+    register_secret(value)
     if not value:
+        if not CONVENTIONAL_ENV_NAME.fullmatch(args.api_key_env):
+            register_secret(args.api_key_env)  # a key pasted where its variable's name belongs
         raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set; export "
                          f"it first (export {args.api_key_env}=<your key>)")
     return {"Authorization": f"Bearer {value}"}

@@ -7,12 +7,27 @@ opened. A file already imported (same sha256) adds nothing.
 from __future__ import annotations
 
 import argparse
+import re
 
-from tracker.errors import ExitCode
+from tracker.errors import ExitCode, UsageError
 from tracker.imports import ImportedRun, load_imported
+from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN
+
+
+def check_name(flag: str, name: str) -> str:
+    """A config's or suite's name as the configs spell theirs (the store's 200 characters)."""
+    if len(name) > NAME_MAX_CHARS or not re.fullmatch(NAME_PATTERN, name):
+        shown = repr(name) if len(name) <= 60 else f"{name[:40]!r}... ({len(name)} characters)"
+        raise UsageError(f"{flag} {shown}: a name is 1 to {NAME_MAX_CHARS} letters, digits, "
+                         "'.', '_' or '-', starting with a letter or digit; e.g. --config "
+                         "llama-8b (the serving config's name in its YAML)")
+    return name
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    check_name("--config", args.config)
+    if args.suite is not None:
+        check_name("--suite", args.suite)
     runs = load_imported(args.file, args.format)
     if not runs:
         print(f"{args.file}: no benchmark in the file; nothing imported")

@@ -13,7 +13,7 @@ import os
 import sys
 import traceback
 
-from tracker.cli.parsers import build_parser
+from tracker.cli.parsers import build_parser, check_flags
 from tracker.errors import ExitCode, TrackerError
 from tracker.redaction import redacted_output
 
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_flags(args)  # before the command's modules load: a bad combination answers at once
         return dispatch(args)
     except TrackerError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -119,13 +119,14 @@ def _labels(labels: object) -> str:
 
 
 def cmd_schedule_add(args: argparse.Namespace) -> int:
+    if args.file and (args.name or args.cron or args.config or args.suite):
+        raise UsageError("schedule add: give either --file FILE or NAME --cron ... "
+                         "--config ... --suite ..., not both")
+    # the file or the options are read and checked before the store is opened
+    rows = load_schedules(args.file) if args.file else [_row_from_options(args)]
     engine = open_store(resolve_db_url(args.db))
     try:
         if args.file:
-            if args.name or args.cron or args.config or args.suite:
-                raise UsageError("schedule add: give either --file FILE or NAME --cron ... "
-                                 "--config ... --suite ..., not both")
-            rows = load_schedules(args.file)
             source = str(Path(args.file).resolve())
             with Session(engine) as session, session.begin():
                 removed = replace_file_schedules(session, source, rows, utc_now())
@@ -133,7 +134,7 @@ def cmd_schedule_add(args: argparse.Namespace) -> int:
             print(f"{args.file}: {len(rows)} schedule(s) saved ({names})"
                   + (f"; removed {', '.join(removed)}" if removed else ""))
             return ExitCode.OK
-        row = _row_from_options(args)
+        row = rows[0]
         with Session(engine) as session, session.begin():
             save_schedule(session, row, utc_now())
         print(f"schedule {row.name} saved; next run "

@@ -18,9 +18,16 @@ from typing import Any
 
 from tracker.imports.source import (
     TOO_DEEP,
+    BadValue,
     ImportedRun,
+    ImportFormatError,
     SourceFile,
+    bad_value,
+    count,
+    finite,
+    instant,
     latency_stats,
+    mapping,
     optional_number,
     parse_json,
     read_source,
@@ -54,12 +61,15 @@ def load_aiperf(source: SourceFile) -> list[ImportedRun]:
     summary = _summary(body)
     started_at, ended_at = _time(source, body, "start_time"), _time(source, body, "end_time")
     phase = _phase(body)
-    concurrency = int(phase.get("concurrency") or 0) or summary.completed + summary.failed
+    concurrency = count("input_config.phases[profiling].concurrency",
+                        optional_number(phase, "concurrency")) or summary.completed + summary.failed
     kept = {name: value * scale for key, (stat, scale, name) in KEPT.items()
             if (value := optional_number(_metric(body, key), stat)) is not None}
     workload = WorkloadResult(
         name=f"c{concurrency}" if phase.get("concurrency") else "aiperf", concurrency=concurrency,
-        num_requests=int(phase.get("requests") or summary.completed + summary.failed),
+        num_requests=count("input_config.phases[profiling].requests",
+                           optional_number(phase, "requests"))
+        or summary.completed + summary.failed,
         warmup_requests=0, params={**_params(body), "source_values": kept},
         started_at=started_at, ended_at=ended_at, records=records, summary=summary)
     notes = () if records else (f"no {RECORDS_FILE} beside the file: no request records",)
@@ -70,26 +80,27 @@ def load_aiperf(source: SourceFile) -> list[ImportedRun]:
 
 
 def _metric(body: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    found = body.get(key)
-    return found if isinstance(found, Mapping) else {}
+    return mapping(body, key)
 
 
 def _summary(body: Mapping[str, Any]) -> WorkloadSummary:
-    completed = int(_avg(body, "completed_request_count") or _avg(body, "request_count") or 0)
-    failed = int(_avg(body, "error_request_count") or 0)
+    completed = count("completed_request_count.avg", _avg(body, "completed_request_count")) \
+        or count("request_count.avg", _avg(body, "request_count"))
+    failed = count("error_request_count.avg", _avg(body, "error_request_count"))
     stats = {}
     for key, name in LATENCIES.items():
         metric = _metric(body, name)
         values = {stat: _ms(metric, field) for stat, field in
                   (("mean", "avg"), ("median", "p50"), ("std", "std"), ("p90", "p90"),
                    ("p99", "p99"))}
-        stats[key] = latency_stats(int(optional_number(metric, "count") or 0), values)
-    usage = _metric(body, "input_config").get("endpoint", {}).get("use_server_token_count")
+        stats[key] = latency_stats(count(f"{name}.count", optional_number(metric, "count")),
+                                   values)
+    usage = mapping(_metric(body, "input_config"), "endpoint").get("use_server_token_count")
     source = TokenSource.USAGE if usage else TokenSource.CLIENT
     return WorkloadSummary(
         completed=completed, failed=failed, duration_s=_avg(body, "benchmark_duration") or 0.0,
-        total_input_tokens=int(_avg(body, "total_isl") or 0),
-        total_output_tokens=int(_avg(body, "total_osl") or 0),
+        total_input_tokens=count("total_isl.avg", _avg(body, "total_isl")),
+        total_output_tokens=count("total_osl.avg", _avg(body, "total_osl")),
         request_throughput_per_s=_avg(body, "request_throughput"),
         output_throughput_tokens_per_s=_avg(body, "output_token_throughput"),
         total_token_throughput_tokens_per_s=_avg(body, "total_token_throughput"),
@@ -109,13 +120,17 @@ def _ms(metric: Mapping[str, Any], key: str) -> float | None:
 
 def _phase(body: Mapping[str, Any]) -> Mapping[str, Any]:
     phases = _metric(body, "input_config").get("phases") or []
+    if not isinstance(phases, list):
+        raise bad_value("input_config.phases", "must be a list", phases)
     found = [p for p in phases if isinstance(p, Mapping) and p.get("kind") == "profiling"]
     return found[0] if found else {}
 
 
 def _params(body: Mapping[str, Any]) -> dict[str, Any]:
     config = _metric(body, "input_config")
-    models = [m.get("name") for m in config.get("models", {}).get("items", [])]
+    items = mapping(config, "models", "input_config.models").get("items") or []
+    models = [m.get("name") for m in items if isinstance(m, Mapping)] \
+        if isinstance(items, list) else []
     return {"aiperf_models": models, "aiperf_endpoint": config.get("endpoint"),
             "aiperf_phase": dict(_phase(body)),
             "aiperf_cli_command": _metric(body, "run_info").get("cli_command")}
@@ -123,9 +138,10 @@ def _params(body: Mapping[str, Any]) -> dict[str, Any]:
 
 def _time(source: SourceFile, body: Mapping[str, Any], key: str) -> datetime:
     try:
-        return utc(datetime.fromisoformat(str(body.get(key))))
+        moment = datetime.fromisoformat(str(body.get(key)))
     except ValueError:
         raise source.fail(EXPECTED, f"{key!r} must be an ISO time (got {body.get(key)!r})") from None
+    return instant(key, utc(moment))
 
 
 def _first_line_is_record(source: SourceFile) -> bool:
@@ -141,10 +157,17 @@ def _records(source: SourceFile) -> tuple[RequestRecord, ...]:
     if not path.is_file():
         return ()
     records = read_source(path)
-    rows = [_row(records, number, line)
-            for number, line in enumerate(records.text.splitlines(), start=1) if line.strip()]
+    lines = [(number, line) for number, line in enumerate(records.text.splitlines(), start=1)
+             if line.strip()]
+    rows = [_row(records, number, line) for number, line in lines]
     origin = min((_start_ns(row) for row in rows), default=0)
-    return tuple(_record(i, row, origin) for i, row in enumerate(rows))
+    built = []
+    for i, ((number, _), row) in enumerate(zip(lines, rows, strict=True)):
+        try:
+            built.append(_record(i, row, origin))
+        except BadValue as exc:  # named here: the caller knows only the main file
+            raise ImportFormatError(f"{records.path}:{number}: {exc}") from None
+    return tuple(built)
 
 
 def _row(records: SourceFile, line_number: int, line: str) -> Mapping[str, Any]:
@@ -156,7 +179,8 @@ def _row(records: SourceFile, line_number: int, line: str) -> Mapping[str, Any]:
                                      "may be truncated") from None
     except RecursionError:
         raise records.fail(expected, f"line {line_number}: {TOO_DEEP}") from None
-    start = row.get("metadata", {}).get("request_start_ns") if isinstance(row, Mapping) else None
+    metadata = row.get("metadata") if isinstance(row, Mapping) else None
+    start = metadata.get("request_start_ns") if isinstance(metadata, Mapping) else None
     if not isinstance(start, int) or not isinstance(row.get("metrics"), Mapping):
         raise records.fail(expected, f"line {line_number}: no 'metadata.request_start_ns' or "
                                      "'metrics'")
@@ -176,15 +200,26 @@ def _record(index: int, row: Mapping[str, Any], origin_ns: int) -> RequestRecord
         found = metrics.get(name)
         return found.get("value") if isinstance(found, Mapping) else None
 
+    def number_(name: str) -> float | None:
+        found = value(name)
+        return None if found is None else finite(f"metrics.{name}.value", found)
+
+    def tokens(name: str) -> int | None:
+        found = number_(name)
+        return None if found is None else count(f"metrics.{name}.value", found)
+
     error = row.get("error")
-    ttft, latency = value("time_to_first_token"), value("request_latency")
+    ttft, latency = number_("time_to_first_token"), number_("request_latency")
     gaps = value("inter_chunk_latency") or []
+    if not isinstance(gaps, list):
+        raise bad_value("metrics.inter_chunk_latency.value", "must be a list of gaps in ms", gaps)
     return RequestRecord(
         index=index, start_s=(_start_ns(row) - origin_ns) / 1e9,
         ttft_s=None if ttft is None else ttft / 1000.0,
         e2el_s=None if latency is None else latency / 1000.0,
-        itl_s=tuple(g / 1000.0 for g in gaps), output_tokens=value("output_sequence_length"),
-        output_tokens_source=None, input_tokens=value("input_sequence_length"),
+        itl_s=tuple(finite("metrics.inter_chunk_latency.value", g) / 1000.0 for g in gaps),
+        output_tokens=tokens("output_sequence_length"),
+        output_tokens_source=None, input_tokens=tokens("input_sequence_length"),
         input_tokens_source=None, error_class="aiperf_error" if error else None,
         error=json.dumps(error) if error else None,
         output_chunks=len(gaps) + 1 if ttft is not None else None)

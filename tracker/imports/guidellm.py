@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from tracker.imports.source import (
     ImportedRun,
     SourceFile,
+    bad_value,
+    count,
+    epoch_instant,
+    mapping,
     optional_number,
     parse_json,
     require_object,
@@ -67,8 +70,7 @@ def _version(body: Mapping[str, Any]) -> str | None:
 
 
 def _mapping(body: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    found = body.get(key)
-    return found if isinstance(found, Mapping) else {}
+    return mapping(body, key)
 
 
 def _successful(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -77,8 +79,12 @@ def _successful(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 def _window(source: SourceFile, bench: Mapping[str, Any], index: int) -> tuple[float, float]:
     scheduler = _mapping(bench, "scheduler_metrics")
+    at = f"benchmarks[{index}].scheduler_metrics"
     start = optional_number(scheduler, "measure_start_time")
     end = optional_number(scheduler, "measure_end_time")
+    if start is not None and end is not None:
+        epoch_instant(f"{at}.measure_start_time", start)
+        epoch_instant(f"{at}.measure_end_time", end)
     if start is None or end is None or end <= start:
         raise source.fail(EXPECTED, f"benchmarks[{index}].scheduler_metrics needs "
                                     "measure_start_time < measure_end_time")
@@ -90,9 +96,10 @@ def _run(source: SourceFile, index: int, bench: Mapping[str, Any],
     metrics = bench["metrics"]
     start, end = _window(source, bench, index)
     totals = _mapping(metrics, "request_totals")
-    completed = int(optional_number(totals, "successful") or 0)
-    failed = int((optional_number(totals, "errored") or 0)
-                 + (optional_number(totals, "incomplete") or 0))
+    at = f"benchmarks[{index}].metrics.request_totals"
+    completed, errored, incomplete = (count(f"{at}.{key}", optional_number(totals, key))
+                                      for key in ("successful", "errored", "incomplete"))
+    failed = errored + incomplete
     records = _records(_mapping(bench, "requests"), start)
     notes = ["guidellm has no per-chunk gaps: ITL not measured"]
     if sum(1 for r in records if r.ok) != completed or len(records) != completed + failed:
@@ -102,7 +109,7 @@ def _run(source: SourceFile, index: int, bench: Mapping[str, Any],
         records = ()
     kept = _kept(metrics)
     summary = _summary(metrics, records, completed, failed, end - start)
-    started_at, ended_at = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC)
+    started_at, ended_at = epoch_instant("start", start), epoch_instant("end", end)
     workload = WorkloadResult(
         name=_name(bench, index), concurrency=_concurrency(bench, completed + failed),
         num_requests=completed + failed, warmup_requests=0,
@@ -137,7 +144,8 @@ def _summary(metrics: Mapping[str, Any], records: Sequence[RequestRecord], compl
 
 def _total(metrics: Mapping[str, Any], name: str) -> int:
     """A token count's ``total_sum`` (GuideLLM writes it as mean * count: rounded)."""
-    return round(optional_number(_successful(metrics, name), "total_sum") or 0.0)
+    return count(f"{name}.successful.total_sum",
+                 round(optional_number(_successful(metrics, name), "total_sum") or 0.0))
 
 
 def _rate(metrics: Mapping[str, Any], name: str, total: float, duration_s: float) -> float:
@@ -156,6 +164,10 @@ def _errors(records: Sequence[RequestRecord], failed: int) -> dict[str, int]:
 
 
 def _records(requests: Mapping[str, Any], window_start: float) -> tuple[RequestRecord, ...]:
+    for status in STATUSES:
+        if not isinstance(requests.get(status) or [], list):
+            raise bad_value(f"requests.{status}", "must be a list of requests",
+                            requests.get(status))
     rows = [(row, error_class) for status, error_class in STATUSES.items()
             for row in (requests.get(status) or []) if isinstance(row, Mapping)]
     rows.sort(key=lambda item: optional_number(item[0], "request_start_time") or window_start)
@@ -177,12 +189,12 @@ def _record(index: int, row: Mapping[str, Any], error_class: str | None,
         index=index, start_s=0.0 if start is None else start - window_start,
         ttft_s=None if ttft_ms is None or error_class else ttft_ms / 1000.0,
         e2el_s=None if error_class else latency, itl_s=(),
-        output_tokens=None if output_tokens is None else int(output_tokens),
+        output_tokens=None if output_tokens is None else count("output_tokens", output_tokens),
         output_tokens_source=None,
-        input_tokens=None if input_tokens is None else int(input_tokens),
+        input_tokens=None if input_tokens is None else count("prompt_tokens", input_tokens),
         input_tokens_source=None, error_class=error_class,
         error=None if not error_class else redact_text(str(error or error_class)),
-        output_chunks=None if chunks is None else int(chunks))
+        output_chunks=None if chunks is None else count("token_iterations", chunks))
 
 
 def _kept(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -208,7 +220,7 @@ def _strategy(bench: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _name(bench: Mapping[str, Any], index: int) -> str:
     strategy = _strategy(bench)
-    kind, streams, rate = strategy.get("type_"), strategy.get("streams"), strategy.get("rate")
+    kind, streams, rate = strategy.get("type_"), _streams(bench), strategy.get("rate")
     if kind == "concurrent" and streams:
         return f"c{streams}"
     if rate:
@@ -217,5 +229,10 @@ def _name(bench: Mapping[str, Any], index: int) -> str:
 
 
 def _concurrency(bench: Mapping[str, Any], requests: int) -> int:
-    streams = _strategy(bench).get("streams")
-    return int(streams) if isinstance(streams, int) else requests
+    streams = _streams(bench)
+    return streams if streams is not None else requests
+
+
+def _streams(bench: Mapping[str, Any]) -> int | None:
+    streams = optional_number(_strategy(bench), "streams")
+    return None if streams is None else count("config.strategy.streams", streams)

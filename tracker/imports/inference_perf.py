@@ -17,21 +17,27 @@ import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tracker.imports.source import (
+    FIX,
+    BadValue,
     ImportedRun,
+    ImportFormatError,
     SourceFile,
+    count,
+    duration,
+    instant,
+    mapping,
     optional_number,
     parse_json,
     read_source,
     require_object,
     utc,
 )
+from tracker.inputs.yamlfile import YamlLimitError, load_bounded_yaml
 from tracker.redaction import redact_text
 from tracker.results import (
     RequestRecord,
@@ -46,6 +52,8 @@ PER_REQUEST = "per_request_lifecycle_metrics.json"
 STAGE_FILE = re.compile(r"stage_(\d+)_lifecycle_metrics\.json$")
 KEPT = ("time_to_first_token", "time_per_output_token", "normalized_time_per_output_token",
         "inter_token_latency", "request_latency")
+MAX_CLOCK_S = 1e12  # a request's start and end on inference-perf's clock (31,700 years)
+MAX_STAGE = 10_000  # inference-perf numbers its stages from 0; no real run has this many
 KEPT_STATS = (("mean", "mean"), ("median", "median"), ("p90", "p90"), ("p99", "p99"))
 
 
@@ -69,6 +77,8 @@ def load_inference_perf(source: SourceFile) -> list[ImportedRun]:
     if duration_s is None or duration_s <= 0:
         raise source.fail(EXPECTED, "'benchmark_time_seconds' must be a number > 0 (got "
                                     f"{body.get('benchmark_time_seconds')!r})")
+    duration("benchmark_time_seconds", duration_s)
+    _stage(source)
     notes: list[str] = []
     records = _records(source, body, duration_s, notes)
     summary = _summary(body, records, duration_s)
@@ -78,7 +88,8 @@ def load_inference_perf(source: SourceFile) -> list[ImportedRun]:
     concurrency = optional_number(load, "concurrency")
     workload = WorkloadResult(
         name=_name(source, load), num_requests=summary.completed + summary.failed,
-        concurrency=int(concurrency) if concurrency else summary.completed + summary.failed,
+        concurrency=count("load_summary.concurrency", concurrency) or summary.completed
+        + summary.failed,
         warmup_requests=0, params={"inference_perf_load": dict(load), "source_values": kept},
         started_at=started_at, ended_at=ended_at, records=records, summary=summary)
     return [ImportedRun(tool="inference-perf", tool_version=None, sha256=source.sha256,
@@ -87,8 +98,19 @@ def load_inference_perf(source: SourceFile) -> list[ImportedRun]:
 
 
 def _mapping(body: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    found = body.get(key)
-    return found if isinstance(found, Mapping) else {}
+    return mapping(body, key)
+
+
+def _stage(source: SourceFile) -> int | None:
+    """The stage number in a ``stage_N_lifecycle_metrics.json`` file name; None for another."""
+    found = STAGE_FILE.search(Path(source.path).name)
+    if found is None:
+        return None
+    if len(found.group(1)) > 5 or int(found.group(1)) > MAX_STAGE:
+        raise source.fail(EXPECTED, f"the file name says stage {found.group(1)}, past any real "
+                                    f"run (at most {MAX_STAGE} stages); import the stage file "
+                                    "inference-perf wrote, under its own name")
+    return int(found.group(1))
 
 
 def _summary(body: Mapping[str, Any], records: Sequence[RequestRecord],
@@ -96,16 +118,16 @@ def _summary(body: Mapping[str, Any], records: Sequence[RequestRecord],
     successes, failures = _mapping(body, "successes"), _mapping(body, "failures")
     throughput = _mapping(successes, "throughput")
     ok = [r for r in records if r.ok]
-    failed = int(optional_number(failures, "count") or 0)
+    failed = count("failures.count", optional_number(failures, "count"))
     source = TokenSource.USAGE if ok and all(
         r.output_tokens_source is TokenSource.USAGE for r in ok) else None
     return WorkloadSummary(
-        completed=int(optional_number(successes, "count") or 0), failed=failed,
+        completed=count("successes.count", optional_number(successes, "count")), failed=failed,
         duration_s=duration_s,
-        total_input_tokens=round(optional_number(_mapping(successes, "prompt_tokens"), "total")
-                                 or 0),
-        total_output_tokens=round(optional_number(_mapping(successes, "output_tokens"), "total")
-                                  or 0),
+        total_input_tokens=count("successes.prompt_tokens.total", round(
+            optional_number(_mapping(successes, "prompt_tokens"), "total") or 0)),
+        total_output_tokens=count("successes.output_tokens.total", round(
+            optional_number(_mapping(successes, "output_tokens"), "total") or 0)),
         request_throughput_per_s=optional_number(throughput, "requests_per_sec"),
         output_throughput_tokens_per_s=optional_number(throughput, "output_tokens_per_sec"),
         total_token_throughput_tokens_per_s=optional_number(throughput, "total_tokens_per_sec"),
@@ -148,20 +170,28 @@ def _records(source: SourceFile, body: Mapping[str, Any], duration_s: float,
                      "ITL and E2EL not stored (inference-perf writes no standard deviation)")
         return ()
     rows = _rows(read_source(path))
-    count = int(optional_number(_mapping(body, "load_summary"), "count") or 0)
-    stage = STAGE_FILE.search(Path(source.path).name)
-    if stage:  # stages run one after another: skip the earlier stages' requests
-        earlier = [_stage_count(source, k) for k in range(int(stage.group(1)))]
+    total = count("load_summary.count", optional_number(_mapping(body, "load_summary"), "count"))
+    stage = _stage(source)
+    if stage is not None:  # stages run one after another: skip the earlier stages' requests
+        earlier = [_stage_count(source, k) for k in range(stage)] \
+            if _has_stages_before(source, stage) else [None]
         before = sum(n for n in earlier if n is not None)
-        rows = [] if None in earlier else rows[before:before + count]
+        rows = [] if None in earlier else rows[before:before + total]
     span = (max(r["end_time"] for r in rows) - min(r["start_time"] for r in rows)) if rows \
         else 0.0
-    if len(rows) != count or abs(span - duration_s) > 1e-9:
-        notes.append(f"{PER_REQUEST} does not hold this report's {count} requests over "
+    if len(rows) != total or abs(span - duration_s) > 1e-9:
+        notes.append(f"{PER_REQUEST} does not hold this report's {total} requests over "
                      f"{duration_s:.6f} s: no request records, latencies not stored")
         return ()
     origin = min(r["start_time"] for r in rows)
     return tuple(_record(i, row, origin) for i, row in enumerate(rows))
+
+
+def _has_stages_before(source: SourceFile, stage: int) -> bool:
+    """Whether every stage before ``stage`` has its report beside (counted, not probed)."""
+    found = {int(m.group(1)) for p in Path(source.path).parent.glob("stage_*_lifecycle_metrics.json")
+             if (m := STAGE_FILE.search(p.name)) and len(m.group(1)) <= 5}
+    return set(range(stage)) <= found
 
 
 def _stage_count(source: SourceFile, stage: int) -> int | None:
@@ -172,7 +202,7 @@ def _stage_count(source: SourceFile, stage: int) -> int | None:
     body = parse_json(read_source(path), EXPECTED)
     found = optional_number(_mapping(body, "load_summary"), "count") if isinstance(
         body, Mapping) else None
-    return None if found is None else int(found)
+    return None if found is None else count(f"{path.name}: load_summary.count", found)
 
 
 def _rows(per_request: SourceFile) -> list[Mapping[str, Any]]:
@@ -184,6 +214,11 @@ def _rows(per_request: SourceFile) -> list[Mapping[str, Any]]:
         if not isinstance(row, Mapping) or optional_number(row, "start_time") is None \
                 or optional_number(row, "end_time") is None:
             raise per_request.fail(expected, f"[{i}] has no numeric 'start_time' and 'end_time'")
+        start, end = float(row["start_time"]), float(row["end_time"])
+        if not -MAX_CLOCK_S <= start <= end <= MAX_CLOCK_S:
+            raise per_request.fail(expected, f"[{i}]: 'start_time' {start!r} and 'end_time' "
+                                             f"{end!r} must be seconds on one clock, start "
+                                             f"first, within {MAX_CLOCK_S:.0e}; {FIX}")
     return sorted(rows, key=lambda row: float(row["start_time"]))
 
 
@@ -231,14 +266,30 @@ def _window(source: SourceFile, duration_s: float, notes: list[str]) -> tuple[da
     notes.append("no inference-perf.partial.stage_*.yaml beside the file: the run's time is the "
                  "file's modification time")
     ended = datetime.fromtimestamp(here.stat().st_mtime, UTC)
-    return ended - timedelta(seconds=duration_s), ended
+    return ended - duration("benchmark_time_seconds", duration_s), ended
 
 
 def _run_time(path: Path) -> tuple[datetime, datetime] | None:
+    """``run.time`` of a partial report: None when it has none; a file past the YAML limits,
+    or a time out of range, is refused."""
     try:
-        body = yaml.safe_load(path.read_text(encoding="utf-8"))
-        time = body["run"]["time"]
-        return (utc(datetime.fromisoformat(str(time["start"]))),
-                utc(datetime.fromisoformat(str(time["end"]))))
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
+        body = load_bounded_yaml(read_source(path).text)
+    except YamlLimitError as exc:
+        at = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise ImportFormatError(f"{at}: {exc}") from None
+    time = body.get("run", {}).get("time") if isinstance(body, Mapping) and isinstance(
+        body.get("run"), Mapping) else None
+    if not isinstance(time, Mapping):
         return None
+    try:
+        start, end = (instant(f"run.time.{key}", utc(value if isinstance(value, datetime) else
+                                                     datetime.fromisoformat(str(value))))
+                      for key, value in (("start", time.get("start")), ("end", time.get("end"))))
+    except ValueError:
+        return None
+    except BadValue as exc:
+        raise exc.in_file(str(path)) from None
+    if end < start:
+        raise ImportFormatError(f"{path}: run.time.end {end.isoformat()} is before run.time.start "
+                                f"{start.isoformat()}; {FIX}")
+    return start, end

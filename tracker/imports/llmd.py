@@ -21,17 +21,21 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-import yaml
-
 from tracker.imports.source import (
     ImportedRun,
     SourceFile,
+    bad_value,
+    count,
+    duration,
+    instant,
     latency_stats,
+    mapping,
     optional_number,
     parse_json,
     require_object,
     utc,
 )
+from tracker.inputs.yamlfile import YamlLimitError, load_bounded_yaml
 from tracker.results import LatencyStats, RunResult, WorkloadResult, WorkloadSummary
 
 EXPECTED = "an llm-d Benchmark Report v0.2 (version '0.2' with 'run' and 'results')"
@@ -86,15 +90,15 @@ def _parse(source: SourceFile) -> Any:
     if source.text.lstrip()[:1] in ("{", "[", ""):
         return parse_json(source, EXPECTED)
     try:
-        return yaml.safe_load(source.text)
-    except yaml.YAMLError as exc:
-        raise source.fail(EXPECTED, f"neither JSON nor YAML ({str(exc).splitlines()[0]}); the "
+        return load_bounded_yaml(source.text)
+    except YamlLimitError as exc:
+        at = "" if exc.line is None else f"line {exc.line}: "
+        raise source.fail(EXPECTED, f"neither JSON nor YAML within limits ({at}{exc}); the "
                                     "file may be truncated") from None
 
 
 def _object(body: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    found = body.get(key)
-    return found if isinstance(found, Mapping) else {}
+    return mapping(body, key)
 
 
 def _load(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -126,13 +130,13 @@ def _instant(source: SourceFile, time: Mapping[str, Any],
     if value is None:
         return None
     if isinstance(value, datetime):  # YAML reads an unquoted ISO time as a datetime
-        return utc(value), value.tzinfo is None
+        return instant(f"run.time.{key}", value), value.tzinfo is None
     try:
         parsed = datetime.fromisoformat(str(value))
     except ValueError:
         raise source.fail(EXPECTED, f"run.time.{key} must be an ISO-8601 time "
                                     f"(got {value!r})") from None
-    return utc(parsed), parsed.tzinfo is None
+    return instant(f"run.time.{key}", utc(parsed)), parsed.tzinfo is None
 
 
 def _duration(source: SourceFile, text: str) -> timedelta:
@@ -141,7 +145,10 @@ def _duration(source: SourceFile, text: str) -> timedelta:
         raise source.fail(EXPECTED, f"run.time.duration must be an ISO-8601 duration such as "
                                     f"PT120.5S (got {text!r})")
     parts = {k: float(v) if v else 0.0 for k, v in found.groupdict().items()}
-    return timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
+    seconds = parts["d"] * 86400 + parts["h"] * 3600 + parts["m"] * 60 + parts["s"]
+    if not seconds < float("inf"):
+        raise bad_value("run.time.duration", "must be a finite duration", text)
+    return duration("run.time.duration", seconds)
 
 
 def _values_s(source: SourceFile, where: str,
@@ -159,10 +166,13 @@ def _values_s(source: SourceFile, where: str,
 def _summary(source: SourceFile, aggregate: Mapping[str, Any], trackers: bool,
              window: timedelta) -> tuple[WorkloadSummary, dict[str, float], list[str]]:
     requests = _object(aggregate, "requests")
-    total = int(optional_number(requests, "total") or 0)
-    failures = int(optional_number(requests, "failures") or 0)
-    incomplete = int(optional_number(requests, "incomplete") or 0)
-    completed = max(0, total - failures - incomplete)
+    at = "results.request_performance.aggregate.requests"
+    total, failures, incomplete = (count(f"{at}.{key}", optional_number(requests, key))
+                                   for key in ("total", "failures", "incomplete"))
+    if failures + incomplete > total:
+        raise bad_value(f"{at}.failures", f"with incomplete ({incomplete}) is more than the "
+                                          f"total ({total})", failures)
+    completed = total - failures - incomplete
     stats, kept, notes = _latencies(source, _object(aggregate, "latency"), trackers, completed)
     rates, kept_rates, rate_notes = _rates(_object(aggregate, "throughput"), trackers)
     errors = {k: n for k, n in (("llmd_failures", failures), ("llmd_incomplete", incomplete))

@@ -9,6 +9,7 @@ from typing import Any
 
 from tracker.imports.source import (
     FORMATS,
+    BadValue,
     ImportedRun,
     ImportFormatError,
     SourceFile,
@@ -78,10 +79,21 @@ def _is_jsonl(source: SourceFile) -> bool:
 
 
 def load_imported(path: str | Path, fmt: str | None = None) -> list[ImportedRun]:
-    """The runs in the result file at ``path`` (one per benchmark); ``fmt`` None: sniffed."""
+    """The runs in the result file at ``path`` (one per benchmark); ``fmt`` None: sniffed.
+
+    Every run is checked (``check_imported_run``) before it is returned: a value out of any
+    real range is an ``ImportFormatError`` naming the file, the value and where it is."""
+    from tracker.imports.checks import check_imported_run
+
     source = read_source(path)
     chosen = fmt or sniff_format(source)
     loaders = _loaders()
     if chosen not in loaders:
         raise ImportFormatError(f"--format {chosen}: must be one of {', '.join(ALL_FORMATS)}")
-    return loaders[chosen](source)
+    try:
+        runs = loaders[chosen](source)
+        for run in runs:
+            check_imported_run(run)
+    except BadValue as exc:
+        raise exc.in_file(source.path) from None
+    return runs

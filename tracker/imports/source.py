@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,35 @@ from tracker.redaction import register_secrets_in
 from tracker.results import IMPORT_KEY, LatencyStats, WorkloadResult
 
 FORMATS = ("vllm", "guidellm", "aiperf", "inference-perf", "llmd")
+# Limits no real result file reaches; each refusal says which and why.
+MAX_FILE_BYTES = 256 * 1024 * 1024  # GuideLLM's file with every request of a long run: ~50 MB
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # a run's start and end lie in [EARLIEST, LATEST)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+MAX_SECONDS = 10_000_000.0  # a duration or latency (116 days)
+MAX_COUNT = 10**12  # requests, tokens or chunks of one benchmark
+MAX_NAME_CHARS = 160  # a workload's name (the suites' own limit)
+FIX = "check that this is the tool's own, unedited result file"
 
 
 class ImportFormatError(UsageError):
     """The file is not the result file it was taken for (truncated, empty, another tool's)."""
+
+
+class BadValue(ImportFormatError):
+    """A value of the wrong kind or out of range, raised where the file's name is not at hand:
+    ``load_imported`` puts the file in front (``in_file``)."""
+
+    def in_file(self, path: str) -> ImportFormatError:
+        return ImportFormatError(f"{path}: {self}")
+
+
+def bad_value(where: str, problem: str, value: Any) -> BadValue:
+    return BadValue(f"{where}: {problem} (got {_short(value)}); {FIX}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +93,36 @@ class ImportedRun:
 
 
 def read_source(path: str | Path) -> SourceFile:
-    """The file's bytes hashed and decoded; a missing or unreadable file is a usage error."""
+    """The file's bytes hashed and decoded; a missing or unreadable file, one that is not a
+    regular file (a pipe, a device) or one over ``MAX_FILE_BYTES`` is a usage error, told
+    before anything is read."""
     try:
-        data = Path(path).read_bytes()
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise ImportFormatError(f"{path}: is a directory; give the result file in it")
+        if not stat.S_ISREG(info.st_mode):
+            raise ImportFormatError(f"{path}: not a regular file (a pipe, a device or a socket); "
+                                    "save the result to a file and import that")
+        if info.st_size > MAX_FILE_BYTES:
+            raise ImportFormatError(_too_big(path, info.st_size))
+        with open(path, "rb") as handle:  # never more than the limit, whatever stat said
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ImportFormatError(f"{path}: cannot read it ({exc.strerror or exc}); check the "
                                 "path") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ImportFormatError(_too_big(path, len(data)))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"{path}: not a UTF-8 text file (byte {exc.start}); expected "
                                 f"a result file of one of {', '.join(FORMATS)}") from None
     return SourceFile(str(path), hashlib.sha256(data).hexdigest(), text)
+
+
+def _too_big(path: str | Path, size_bytes: int) -> str:
+    return (f"{path}: the file holds {size_bytes} bytes, over the limit of {MAX_FILE_BYTES} "
+            "(256 MiB) for a result file; refused: check that this is the result file you meant")
 
 
 TOO_DEEP = "its JSON nests deeper than any result file does (thousands of levels)"
@@ -108,16 +153,65 @@ def require_object(source: SourceFile, value: Any, expected: str, key: str) -> M
 def number(source: SourceFile, body: Mapping[str, Any], key: str, expected: str) -> float:
     """``body[key]`` as a finite number, else an error naming the key."""
     value = body.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise source.fail(expected, f"{key!r} must be a number (got {value!r})")
-    return float(value)
+    try:
+        return finite(key, value)
+    except BadValue:
+        raise source.fail(expected, f"{key!r} must be a finite number (got {_short(value)})") \
+            from None
 
 
 def optional_number(body: Mapping[str, Any], key: str) -> float | None:
+    """``body[key]`` as a float; None when absent or null; a string, a container, NaN or an
+    infinity is refused (``BadValue``): a tool writes a number or nothing."""
     value = body.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if value is None:
         return None
-    return float(value) if math.isfinite(value) else None
+    return finite(key, value)
+
+
+def finite(where: str, value: Any) -> float:
+    """A JSON number as a finite float, else ``BadValue`` naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad_value(where, "must be a number", value)
+    try:
+        number_ = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise bad_value(where, "must be a finite number", value) from None
+    if not math.isfinite(number_):
+        raise bad_value(where, "must be a finite number", value)
+    return number_
+
+
+def instant(where: str, value: datetime) -> datetime:
+    """A time within [EARLIEST, LATEST), as UTC."""
+    moment = utc(value)
+    if not EARLIEST <= moment < LATEST:
+        raise bad_value(where, f"must lie between {EARLIEST:%Y} and {LATEST:%Y}", value.isoformat())
+    return moment
+
+
+def epoch_instant(where: str, seconds: float) -> datetime:
+    """Seconds since the epoch as a UTC time within [EARLIEST, LATEST)."""
+    if not EARLIEST.timestamp() <= seconds < LATEST.timestamp():
+        raise bad_value(where, f"must be a time between {EARLIEST:%Y} and {LATEST:%Y} in "
+                               "seconds since 1970", seconds)
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def duration(where: str, seconds: float) -> timedelta:
+    """A duration in seconds within [0, MAX_SECONDS]."""
+    if not 0 <= seconds <= MAX_SECONDS:
+        raise bad_value(where, f"must be a duration of 0 to {MAX_SECONDS:.0f} seconds", seconds)
+    return timedelta(seconds=seconds)
+
+
+def count(where: str, value: float | int | None) -> int:
+    """A count (requests, tokens) within [0, MAX_COUNT]; None counts as 0."""
+    if value is None:
+        return 0
+    if not 0 <= value <= MAX_COUNT:
+        raise bad_value(where, f"must be a count of 0 to {MAX_COUNT:.0e}", value)
+    return int(value)
 
 
 def latency_stats(count: int, values_s: Mapping[str, float | None]) -> LatencyStats | None:
@@ -132,4 +226,19 @@ def latency_stats(count: int, values_s: Mapping[str, float | None]) -> LatencySt
 
 def utc(value: datetime) -> datetime:
     """A naive timestamp is taken as UTC (the tools write local time without a zone)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 has no UTC time
+        raise bad_value("time", f"must lie between {EARLIEST:%Y} and {LATEST:%Y}",
+                        value.isoformat()) from None
+
+
+def mapping(body: Mapping[str, Any], key: str, where: str | None = None) -> Mapping[str, Any]:
+    """``body[key]`` when it is an object; {} when absent or null; anything else (a list, a
+    string where an object belongs) is refused (``BadValue`` naming ``where`` or ``key``)."""
+    found = body.get(key)
+    if found is None:
+        return {}
+    if not isinstance(found, Mapping):
+        raise bad_value(where or key, "must be an object", found)
+    return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,11 @@ import numpy as np
 from tracker.imports.source import (
     ImportedRun,
     SourceFile,
+    bad_value,
+    count,
+    duration,
+    finite,
+    instant,
     latency_stats,
     number,
     optional_number,
@@ -49,11 +54,11 @@ def load_vllm(source: SourceFile) -> list[ImportedRun]:
     records = _records(source, body)
     summary = _summary(source, body, duration_s, records)
     ended_at = _date(source, body)
-    started_at = ended_at - timedelta(seconds=duration_s)
+    started_at = ended_at - duration("duration", duration_s)
     workload = WorkloadResult(
         name=_workload_name(body), concurrency=_concurrency(body, summary),
-        num_requests=int(optional_number(body, "num_prompts") or summary.completed
-                         + summary.failed),
+        num_requests=count("num_prompts", optional_number(body, "num_prompts"))
+        or summary.completed + summary.failed,
         warmup_requests=0, params=_params(body), started_at=started_at, ended_at=ended_at,
         records=records, summary=summary)
     source_values = {name: value for key, name in SOURCE_VALUES.items()
@@ -71,16 +76,19 @@ def load_vllm(source: SourceFile) -> list[ImportedRun]:
 
 def _summary(source: SourceFile, body: Mapping[str, Any], duration_s: float,
              records: tuple[RequestRecord, ...]) -> WorkloadSummary:
-    completed = int(number(source, body, "completed", EXPECTED))
+    completed = count("completed", number(source, body, "completed", EXPECTED))
     failed = optional_number(body, "failed")
     if failed is None:
-        failed = max(0, int(optional_number(body, "num_prompts") or completed) - completed)
+        prompts = count("num_prompts", optional_number(body, "num_prompts")) or completed
+        failed = max(0, prompts - completed)
     samples = _samples(records)
     stats = {key: _stats(body, key, samples.get(key), completed) for key in LATENCIES}
     return WorkloadSummary(
-        completed=completed, failed=int(failed), duration_s=duration_s,
-        total_input_tokens=int(number(source, body, "total_input_tokens", EXPECTED)),
-        total_output_tokens=int(number(source, body, "total_output_tokens", EXPECTED)),
+        completed=completed, failed=count("failed", failed), duration_s=duration_s,
+        total_input_tokens=count("total_input_tokens",
+                                 number(source, body, "total_input_tokens", EXPECTED)),
+        total_output_tokens=count("total_output_tokens",
+                                  number(source, body, "total_output_tokens", EXPECTED)),
         request_throughput_per_s=optional_number(body, "request_throughput"),
         output_throughput_tokens_per_s=optional_number(body, "output_throughput"),
         total_token_throughput_tokens_per_s=optional_number(body, "total_token_throughput"),
@@ -122,10 +130,15 @@ def _samples(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
 def _records(source: SourceFile, body: Mapping[str, Any]) -> tuple[RequestRecord, ...]:
     """Request records from ``--save-detailed``'s arrays; none when the file has no arrays."""
     ttfts, itls = body.get("ttfts"), body.get("itls")
-    if not isinstance(ttfts, list) or not isinstance(itls, list):
+    if ttfts is None and itls is None:
         return ()
     inputs, outputs = body.get("input_lens") or [], body.get("output_lens") or []
     errors = body.get("errors") or []
+    for key, value in (("ttfts", ttfts), ("itls", itls), ("input_lens", inputs),
+                       ("output_lens", outputs), ("errors", errors)):
+        if not isinstance(value, list):
+            raise bad_value(key, "must be a list (one value per request)", value)
+    assert isinstance(ttfts, list) and isinstance(itls, list)
     if len(itls) != len(ttfts) or any(len(a) not in (0, len(ttfts))
                                       for a in (inputs, outputs, errors)):
         raise source.fail(EXPECTED, "the per-request arrays 'ttfts', 'itls', 'input_lens', "
@@ -141,19 +154,22 @@ def _at(values: Sequence[Any], index: int) -> Any:
 def _record(index: int, ttft: Any, itl: Any, input_len: Any, output_len: Any,
             error: Any) -> RequestRecord:
     failed = bool(error)
-    gaps = tuple(float(g) for g in itl) if isinstance(itl, list) else ()
-    ttft_s = None if failed or not isinstance(ttft, int | float) else float(ttft)
+    if itl is not None and not isinstance(itl, list):
+        raise bad_value(f"itls[{index}]", "must be a list of chunk gaps in seconds", itl)
+    gaps = tuple(finite(f"itls[{index}]", g) for g in itl or ())
+    ttft_s = None if failed or ttft is None else finite(f"ttfts[{index}]", ttft)
     return RequestRecord(
         index=index, start_s=0.0, ttft_s=ttft_s,
         e2el_s=None if ttft_s is None else ttft_s + sum(gaps),
-        itl_s=gaps, output_tokens=None if failed else _int(output_len),
-        output_tokens_source=None, input_tokens=_int(input_len), input_tokens_source=None,
+        itl_s=gaps, output_tokens=None if failed else _int(f"output_lens[{index}]", output_len),
+        output_tokens_source=None, input_tokens=_int(f"input_lens[{index}]", input_len),
+        input_tokens_source=None,
         error_class="vllm_error" if failed else None, error=str(error) if failed else None,
         output_chunks=None if failed else len(gaps) + 1)
 
 
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _int(where: str, value: Any) -> int | None:
+    return None if value is None else count(where, finite(where, value))
 
 
 def _error_counts(records: Sequence[RequestRecord]) -> dict[str, int]:
@@ -165,22 +181,24 @@ def _date(source: SourceFile, body: Mapping[str, Any]) -> datetime:
     """vLLM's ``date`` (``%Y%m%d-%H%M%S``, local time, written when the run ended), as UTC."""
     text = body.get("date")
     try:
-        return utc(datetime.strptime(str(text), "%Y%m%d-%H%M%S"))
+        date = datetime.strptime(str(text), "%Y%m%d-%H%M%S")
     except ValueError:
         raise source.fail(EXPECTED, f"'date' must be vLLM's %Y%m%d-%H%M%S (got {text!r})") from None
+    return instant("date", utc(date))
 
 
 def _workload_name(body: Mapping[str, Any]) -> str:
     concurrency = optional_number(body, "max_concurrency")
     if concurrency is not None:
-        return f"c{int(concurrency)}"
+        return f"c{count('max_concurrency', concurrency)}"
     rate = body.get("request_rate")
     return "rate-inf" if rate in (None, "inf", float("inf")) else f"rate-{rate}"
 
 
 def _concurrency(body: Mapping[str, Any], summary: WorkloadSummary) -> int:
     concurrency = optional_number(body, "max_concurrency")
-    return int(concurrency) if concurrency is not None else summary.completed + summary.failed
+    return count("max_concurrency", concurrency) if concurrency is not None \
+        else summary.completed + summary.failed
 
 
 def _params(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -84,7 +84,7 @@ def parse_sharegpt(record: Any, where: str, line: int) -> DatasetItem:
         if not isinstance(value, str):
             raise bad_field(where, f"conversations[{i}].value", "must be a string", value,
                             "write the turn's text")
-        messages.append((role, value))
+        messages.append((role, check_text(value, where, f"conversations[{i}].value")))
     return build_item(messages, line)
 
 
@@ -102,7 +102,8 @@ def parse_openai_chat(record: Mapping[str, Any], where: str, line: int) -> Datas
         if role is None:
             raise bad_field(where, f"messages[{i}].role", "must be system, user or assistant",
                             message.get("role"), "fix the role")
-        parsed.append((role, _content_text(message.get("content"), where, i)))
+        text = _content_text(message.get("content"), where, i)
+        parsed.append((role, check_text(text, where, f"messages[{i}].content")))
     return build_item(parsed, line)
 
 
@@ -126,12 +127,27 @@ def parse_prompt_line(record: Mapping[str, Any], where: str, line: int) -> Datas
     if not isinstance(prompt, str) or not prompt.strip():
         raise bad_field(where, "prompt", "must be a non-empty string", prompt,
                         'write {"prompt": "...", "output_tokens": 128}')
+    check_text(prompt, where, "prompt")
     output = record.get("output_tokens")
     if output is not None and (not isinstance(output, int) or isinstance(output, bool)
                                or output < 1):
         raise bad_field(where, "output_tokens", "must be a positive integer", output,
                         "write the answer's length in tokens, or leave the key out")
     return DatasetItem(line, (DatasetTurn(prompt, None, output),))
+
+
+def check_text(text: str, where: str, field: str) -> str:
+    """``text`` when it is valid Unicode; a lone surrogate (a JSON ``\\ud800`` without its pair)
+    cannot be sent or stored and is a ConfigError naming the place."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        shown = text[max(0, exc.start - 20):exc.start + 1].encode("utf-8", "backslashreplace")
+        raise bad_field(where, field, f"holds a lone surrogate at character {exc.start} (not "
+                        "valid Unicode)", shown.decode("utf-8"),
+                        "fix the text: a \\ud800-\\udbff escape must be followed by a "
+                        "\\udc00-\\udfff one") from None
+    return text
 
 
 def build_item(messages: list[tuple[str, str]], line: int) -> DatasetItem:

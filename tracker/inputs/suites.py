@@ -47,7 +47,7 @@ from tracker.inputs.sources import (
     TracePrompts,
 )
 from tracker.inputs.traces import build_trace_traffic
-from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
+from tracker.inputs.traffic import MAX_PLANNED_S, Message, PlannedRequest, WorkloadTraffic
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model
 from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import QualitySet
@@ -154,6 +154,26 @@ class Workload(_Strict):
             labels = [stage.model_dump_json() for stage in self.stages]
             if len(set(labels)) != len(labels):
                 raise ValueError("two stages have the same shape; each stage must differ")
+        return self
+
+    @model_validator(mode="after")
+    def _rates_end_in_time(self) -> Workload:
+        """A planned rate so low that the workload would run past ``MAX_PLANNED_S`` is a typo."""
+        sweep = self.sweep
+        rates = [("request_rate", self.request_rate)]
+        rates += [(f"stages[{i}].request_rate", stage.request_rate)
+                  for i, stage in enumerate(self.stages or ())]
+        if sweep is not None:
+            rates += [("sweep.start_rate", sweep.start_rate)]
+            rates += [(f"sweep.rates[{i}]", rate) for i, rate in enumerate(sweep.rates or ())]
+        total = self.num_requests + self.warmup_requests
+        for where, rate in rates:
+            if rate is not None and total / rate > MAX_PLANNED_S:
+                raise ValueError(
+                    f"{where}: {rate:g} requests per second plans {total} requests over "
+                    f"{total / rate / 86_400:,.0f} days, past the limit of "
+                    f"{MAX_PLANNED_S // 86_400} days for one workload; raise the rate (or "
+                    "lower num_requests, or use concurrency)")
         return self
 
     def _trace_shape(self, shapes: list[str]) -> Workload:

@@ -31,9 +31,10 @@ from tracker.inputs.datafiles import DataFile, bad_field, parse_json_line
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.seeded import OutputDraws
 from tracker.inputs.sources import MAX_REQUEST_TOKENS, TracePrompts
-from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
+from tracker.inputs.traffic import MAX_PLANNED_S, Message, PlannedRequest, WorkloadTraffic
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+MAX_TIMESTAMP_S = 1e12  # a row's time on the trace's clock: 31,700 years (epoch time is 1.7e9)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -60,9 +61,9 @@ def parse_mooncake_row(record: Mapping[str, Any], where: str, line: int,
                        block_tokens: int) -> TraceRow:
     stamp = record.get("timestamp")
     if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not stamp >= 0 \
-            or math.isinf(stamp):
-        raise bad_field(where, "timestamp", "must be a number of milliseconds >= 0", stamp,
-                        "fix the row")
+            or not stamp <= MAX_TIMESTAMP_S * 1000:
+        raise bad_field(where, "timestamp", "must be a number of milliseconds from 0 to "
+                        f"{MAX_TIMESTAMP_S * 1000:.0e}", stamp, "fix the row")
     inputs = _count(record.get("input_length"), where, "input_length")
     outputs = _count(record.get("output_length"), where, "output_length")
     ids = record.get("hash_ids", [])
@@ -94,6 +95,9 @@ def parse_azure_time(text: str, where: str) -> int:
         pass
     else:
         if math.isfinite(seconds):
+            if not abs(seconds) <= MAX_TIMESTAMP_S:
+                raise bad_field(where, "TIMESTAMP", f"must be at most {MAX_TIMESTAMP_S:.0e} "
+                                "seconds", text, "fix the row")
             return round(seconds * 1_000_000)
     head, dot, fraction = value.partition(".")
     digits = "".join(c for c in fraction if c.isdigit())
@@ -115,16 +119,31 @@ def _azure_int(text: str, where: str, field: str) -> int:
     return _count(value, where, field)
 
 
+def _csv_rows(reader: Any, file: DataFile) -> Iterator[list[str]]:
+    """The reader's rows; a row the csv module refuses (a cell over its 128 KiB limit, a NUL)
+    is a ConfigError naming the line."""
+    while True:
+        try:
+            row = next(reader, None)
+        except csv.Error as exc:
+            raise ConfigError(f"{file.path}:{reader.line_num}: not a CSV row ({exc}); fix the "
+                              "row (an Azure trace's cells are a time and two counts)") from None
+        if row is None:
+            return
+        yield row
+
+
 def read_azure(file: DataFile) -> Iterator[TraceRow]:
     reader = csv.reader(text for _, text in file.lines())
-    header = next(reader, None)
+    rows = _csv_rows(reader, file)
+    header = next(rows, None)
     names = [name.strip() for name in header or ()]
     missing = [c for c in AZURE_COLUMNS if c not in names]
     if missing:
         raise ConfigError(f"{file.path}:1: the header lacks {', '.join(missing)}; an Azure "
                           f"trace's first row names the columns {', '.join(AZURE_COLUMNS)}")
     at = [names.index(c) for c in AZURE_COLUMNS]
-    for row in reader:
+    for row in rows:
         if not any(cell.strip() for cell in row):
             continue
         where = f"{file.path}:{reader.line_num}"
@@ -204,12 +223,27 @@ def build_trace_prompts(rows: Sequence[TraceRow], seed: int, name: str,
     return prompts
 
 
+def _check_span(file: DataFile, measured: Sequence[TraceRow], origin_us: int,
+                time_scale: float) -> None:
+    """Refuse a replay planned to run longer than ``MAX_PLANNED_S`` (a row years late)."""
+    if not measured:
+        return
+    last = measured[-1]
+    span_s = (last.timestamp_us - origin_us) / 1e6 * time_scale
+    if span_s > MAX_PLANNED_S:
+        raise ConfigError(f"{file.path}:{last.line}: the row is planned {span_s:.3g} s after the "
+                          f"replay's first measured row (time_scale {time_scale:g}), past the "
+                          f"limit of {MAX_PLANNED_S} s (31 days) for one workload; fix the row's "
+                          "time, or lower time_scale")
+
+
 def build_trace_traffic(file: DataFile, source: TracePrompts, *, seed: int, name: str,
                         warmup: int, total: int, max_tokens: int) -> WorkloadTraffic:
     """``total`` requests (the first ``warmup`` untimed) at the trace's times."""
     rows = select_rows(read_trace(file, source), source, total, str(file.path))
     prompts = build_trace_prompts(rows, seed, name, source.block_tokens)
     origin = rows[min(warmup, len(rows) - 1)].timestamp_us
+    _check_span(file, rows[warmup:], origin, source.time_scale)
     draws = OutputDraws(source.output_tokens, max_tokens, derive_seed(seed, name, "output"))
     return WorkloadTraffic(requests=tuple(
         PlannedRequest((Message("user", prompt),), max_tokens=draws.next(row.output_tokens),

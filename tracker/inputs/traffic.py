@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Role = Literal["system", "user", "assistant"]
+# The longest a workload's plan may run (a trace's replay, requests at a planned rate): past any
+# real nightly or gate run, so a typo (a rate of 1e-7, a row 10^12 ms late) cannot sleep for years.
+MAX_PLANNED_S = 31 * 86_400
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,26 @@ def read_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], dict[Loc, 
     return data, lines
 
 
+def load_bounded_yaml(text: str) -> Any:
+    """One YAML document from outside (another tool's report), within the same limits as a
+    config: size, depth, values with aliases expanded. Raises ``YamlLimitError`` (with the
+    line where known) for a limit crossed and for invalid YAML; the caller names the file.
+    Every YAML the tracker reads goes through here or ``read_yaml_mapping``."""
+    if len(text) > MAX_YAML_BYTES:
+        raise YamlLimitError(f"{len(text)} characters of YAML, over the limit of "
+                             f"{MAX_YAML_BYTES} (1 MiB); refused: check that this is the file "
+                             "you meant", None)
+    try:
+        return parse_yaml(text)[1]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "nesting depth" in problem:
+            raise YamlLimitError(_too_deep(), line) from None
+        raise YamlLimitError(f"invalid YAML: {problem}", line) from None
+
+
 def parse_yaml(text: str, loader: type[_Limits] | None = None) -> tuple[yaml.Node | None, Any]:
     """One YAML document as its node tree and its value, within the depth and size limits.
 
