@@ -329,6 +329,8 @@ def _merge(findings: list[Finding], chat: Finding) -> list[Finding]:
 
 
 async def run_doctor(target: DoctorTarget) -> Diagnosis:
+    if target.api_key_env:  # hidden in every text from here on, whatever answers with it
+        register_secret(os.environ.get(target.api_key_env, "").strip())
     findings = [*check_base_url(target.base_url), *check_key(target.api_key_env)]
     if not any(f.status is Status.FAIL for f in findings):
         findings += await check_proxy(target.base_url)
