@@ -17,22 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from bench.vllm_gate import EIGHT_STREAMS
 from bench.vllm_server import MODEL_NAME, leftover_processes, running_server, split_cpus
 from tests.targets.test_vllm_server import needs_vllm
 from tracker.cli.main import main
-
-EIGHT_STREAMS = """\
-name: vllm-eight-streams
-seed: 3
-workloads:
-  - name: eight-users
-    prompts: {source: synthetic, input_tokens: 128}
-    max_tokens: 16
-    ignore_eos: true
-    concurrency: 8
-    num_requests: 32
-    warmup_requests: 2
-"""
 
 pytestmark = [needs_vllm,
               pytest.mark.skipif(split_cpus()[0] is None,
