@@ -44,11 +44,7 @@ else:
                "each interval is at the level its row was decided at.")
     st.subheader("Every metric")
     ui.dataframe(compareview.metric_table_with_verdicts(comparison.metrics, verdicts),
-                 column_config={
-                     "base": st.column_config.NumberColumn(format="%.4g"),
-                     "head": st.column_config.NumberColumn(format="%.4g"),
-                     "change %": st.column_config.NumberColumn(format="%+.1f%%"),
-                     "p": st.column_config.NumberColumn(format="%.2g")})
+                 column_config=compareview.METRIC_TABLE_COLUMNS)
 
 config_tab, env_tab = st.tabs(["Config diff", "Environment diff"])
 with config_tab:

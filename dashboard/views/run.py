@@ -25,7 +25,12 @@ if previous is not None:
                     f"Compare with the previous run of this config and suite (#{previous})")
 
 st.subheader("Workloads")
-ui.dataframe(runview.summary_table(detail.workloads))
+summary = runview.summary_table(detail.workloads)
+layout = runview.summary_layout(summary)
+ui.dataframe(summary, column_order=layout.order, column_config=layout.config)
+if layout.hidden:
+    st.caption(f"More columns in the table's Show/hide columns menu (the eye above it): "
+               f"{ui.md_text(', '.join(layout.hidden))}.")
 
 requests = detail.requests
 (dist_tab, timeline_tab, gpu_tab, server_tab, quality_tab, requests_tab, errors_tab, env_tab,

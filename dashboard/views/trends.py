@@ -3,7 +3,12 @@
 import streamlit as st
 
 from tracker.dashboard import charts, data, ui
-from tracker.dashboard.trend_series import metric_label, shape_trend
+from tracker.dashboard.trend_series import (
+    display_format,
+    display_unit,
+    metric_label,
+    shape_trend,
+)
 from tracker.dashboard.trendview import change_markers, choose_selection, version_changes
 
 url = ui.page_start("Trends", "Any metric over time; hover a diamond for the config diff.")
@@ -36,5 +41,7 @@ ui.run_link(int(latest["run_id"]), f"Open the latest run in this view (#{latest[
 with st.expander("Runs in this view"):
     ui.dataframe(shaped[["run_id", "started_at", "series", "shown", "status", "simulated",
                          "config_version"]].sort_values("started_at", ascending=False),
-                 column_config={"shown": "value", "run_id": st.column_config.NumberColumn(
-                     "run", format="#%d")})
+                 column_config={"shown": st.column_config.NumberColumn(
+                     f"value ({display_unit(selection.metric).label})",
+                     format=display_format(selection.metric)),
+                     "run_id": st.column_config.NumberColumn("run", format="#%d")})

@@ -161,6 +161,13 @@ def _walk(page: Any, base: str, populated: Populated, screenshots: Path) -> None
         .to_be_visible()
     expect(page.get_by_role("heading", name="Workloads")).to_be_visible()
     expect(page.locator(".js-plotly-plot").first).to_contain_text("TTFT (ms)")
+    _settle(page)
+    workloads = page.get_by_test_id("stDataFrame").first
+    expect(workloads).to_contain_text("TTFT p99 ms")
+    # the grid's scroller (glide-data-grid's own class): every column in view, none cut off
+    scrolled, shown = workloads.locator(".dvn-scroller").evaluate(
+        "s => [s.scrollWidth, s.clientWidth]")
+    assert scrolled <= shown, (scrolled, shown)
     _shoot(page, screenshots / "3-run.png")
 
     previous = populated.run_ids["fast-sim"][-2]

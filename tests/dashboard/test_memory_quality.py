@@ -113,7 +113,7 @@ def test_compare_judges_the_memory_peak_exactly_as_the_gate_does(
     app = open_page(monkeypatch, url, page("compare"), {"base": str(base), "head": str(head)})
     (table,) = [frame.value for frame in app.dataframe if "verdict" in frame.value]
     (memory,) = table[table["metric"] == "GPU memory peak"].to_dict("records")
-    assert memory["verdict"] == "no_change" and "bit-constant" in memory["reason"]
+    assert memory["verdict"] == "no change" and "bit-constant" in memory["reason"]
 
 
 def test_trends_marks_a_tiny_persisting_memory_step_as_a_change_point() -> None:

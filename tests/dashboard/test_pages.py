@@ -39,7 +39,8 @@ def test_page_on_an_unreadable_database_says_why(monkeypatch: pytest.MonkeyPatch
     path = tmp_path / "not-a-db.db"
     path.write_text("this is not sqlite", encoding="utf-8")
     app = open_page(monkeypatch, f"sqlite:///{path}", PAGES[0])
-    assert app.error and "cannot open database" in shown(app.error[0].value)
+    assert app.error and "cannot read database" in shown(app.error[0].value)
+    assert "damaged or not a tracker database" in shown(app.error[0].value)
 
 
 def test_overview_puts_the_regression_and_the_failed_run_first(
@@ -115,12 +116,12 @@ def test_compare_shows_verdicts_and_the_config_diff(monkeypatch: pytest.MonkeyPa
                     {"base": str(base), "head": str(head)})
     tables = [frame.value for frame in app.dataframe]
     every_metric, config_diff = tables[0], tables[1]
-    assert set(every_metric["verdict"].dropna()) <= {"regression", "improvement", "no_change",
+    assert set(every_metric["verdict"].dropna()) <= {"regression", "improvement", "no change",
                                                       "inconclusive"}
     # workloads x judged: 3 latencies x 2 statistics, 2 throughputs, the GPU memory peak
     assert every_metric["verdict"].notna().sum() == 2 * (3 * 2 + 2 + 1)
     memory = every_metric[every_metric["metric"] == "GPU memory peak"]
-    assert memory["verdict"].tolist() == ["no_change"] * 2  # max_num_seqs holds no memory
+    assert memory["verdict"].tolist() == ["no change"] * 2  # max_num_seqs holds no memory
     assert config_diff.values.tolist() == [["engine.max_num_seqs", "changed", "8", "4"]]
     assert sum(int(m.value) for m in app.metric) == 18
 

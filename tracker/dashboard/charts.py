@@ -8,7 +8,7 @@ reaches a figure; the tracker's own labels (metric names, units) go in as they a
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -78,20 +78,21 @@ def render_status_grid(overview: pd.DataFrame) -> go.Figure:
 def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_points: pd.DataFrame,
                        metric: str, *, show_band: bool) -> go.Figure:
     """Each series as line + markers; simulated runs hollow, imported runs diamonds; markers for
-    version changes."""
+    version changes and change points, whose hover each run's point repeats."""
     unit = display_unit(metric)
     figure = go.Figure()
+    diffs = [f"<b>config version changed</b> ({_esc(config)})<br>" + _lines(diff)
+             for config, diff in zip(changes["config"], changes["diff"], strict=True)]
+    points = [_lines(text) for text in change_points["text"]]
+    notes = _marker_hovers([(changes, diffs), (change_points, points)])
     for index, (series, rows) in enumerate(shaped.groupby("series", sort=True)):
         color = PALETTE[index % len(PALETTE)]
         if show_band:
             _add_band(figure, rows, color, str(series))
-        figure.add_trace(_series_trace(rows, str(series), color, unit.label))
+        figure.add_trace(_series_trace(rows, str(series), color, unit.label, notes))
     if not changes.empty:
-        figure.add_trace(_marker_trace(
-            changes, "config version changed", "diamond", "#333333",
-            [f"<b>config version changed</b> ({_esc(c)})<br>"
-             + "<br>".join(_esc(line) for line in diff.split("\n"))
-             for c, diff in zip(changes["config"], changes["diff"], strict=True)]))
+        figure.add_trace(_marker_trace(changes, "config version changed", "diamond", "#333333",
+                                       diffs))
         for when in sorted(set(changes["started_at"]))[:30]:
             figure.add_vline(x=when, line={"dash": "dot", "width": 1, "color": "#888888"})
     if not change_points.empty:
@@ -99,8 +100,7 @@ def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_point
             change_points)
         figure.add_trace(_marker_trace(
             change_points, "change point", "x", [CHANGE_COLORS.get(k, WORSE) for k in kinds],
-            ["<br>".join(_esc(line) for line in str(text).split("\n"))
-             for text in change_points["text"]]))
+            points))
     figure.update_layout(**LAYOUT, height=520, hovermode="closest",
                          yaxis_title=f"{metric_label(metric)} ({unit.label})",
                          legend={"orientation": "h", "y": -0.15, "yanchor": "top", "x": 0})
@@ -116,7 +116,29 @@ def _source_note(source: str) -> str:
     return f" · imported from {_esc(source)}"
 
 
-def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.Scatter:
+def _lines(text: object) -> str:
+    return "<br>".join(_esc(line) for line in str(text).split("\n"))
+
+
+def _marker_hovers(markers: Sequence[tuple[pd.DataFrame, Sequence[str]]]
+                   ) -> dict[tuple[str, int], str]:
+    """The hovers of the markers drawn over each run's point, by (series, run id)."""
+    found: dict[tuple[str, int], list[str]] = {}
+    for frame, hovers in markers:
+        if frame.empty:
+            continue
+        for series, run, hover in zip(frame["series"], frame["run_id"], hovers, strict=True):
+            found.setdefault((str(series), int(run)), []).append(hover)
+    return {key: "<br>".join(hovers) for key, hovers in found.items()}
+
+
+def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str,
+                  notes: Mapping[tuple[str, int], str]) -> go.Scatter:
+    """The series' line and points. A point under a marker (a new config version's diamond, a
+    change point's cross) carries the marker's hover in its own: in "closest" hover Plotly
+    prefers the smaller marker at the centre of the larger one drawn over it (a marker's
+    distance is at least 1 - 3 / its radius in pixels), so the marker's hover alone showed only
+    at its edge."""
     sources = list(rows["source"]) if "source" in rows else [NATIVE_SOURCE] * len(rows)
     symbols = [("circle" if source == NATIVE_SOURCE else "diamond") + ("-open" if sim else "")
                for sim, source in zip(rows["simulated"], sources, strict=True)]
@@ -125,6 +147,7 @@ def _series_trace(rows: pd.DataFrame, series: str, color: str, unit: str) -> go.
         f"{' · simulated' if sim else ''}"
         f"{_source_note(source)}"
         f"<br>config {version[:12]}<br>{when:%Y-%m-%d %H:%M} UTC"
+        + (f"<br>{notes[(series, int(run))]}" if (series, int(run)) in notes else "")
         for value, run, status, sim, version, when, source in zip(
             rows["shown"], rows["run_id"], rows["status"], rows["simulated"],
             rows["config_version"], rows["started_at"], sources, strict=True)]

@@ -14,10 +14,17 @@ from sqlalchemy.orm import Session
 
 from tracker.dashboard import data, runview, ui
 from tracker.dashboard.diffs import diff_frame
-from tracker.dashboard.trend_series import display_unit, metric_label
+from tracker.dashboard.trend_series import metric_label, render_metric_value
+from tracker.errors import NotFoundError
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.results import RunResult
 from tracker.store.bisections import StoredBisection, fetch_bisections
+from tracker.store.queries import (
+    fetch_config_history,
+    fetch_latest_run_id,
+    fetch_previous_run_id,
+)
+from tracker.store.runs import fetch_run
 
 TWO_RUNS, TWO_VERSIONS = "Two runs", "Two config versions"
 OUTCOMES = ("regression", "improvement", "no_change", "inconclusive")
@@ -40,15 +47,38 @@ def choose_pair(url: str) -> Pair:
                     label_visibility="collapsed")
     if mode == TWO_VERSIONS:
         return _choose_versions(url)
-    head_default = data.default_run_id(url)
-    head_start = ui.query_int("head") or head_default
-    base_default = None if head_start is None else data.load_previous_run_id(url, head_start)
+    head_start = ui.query_int("head") or data.default_run_id(url)
+    base_default = None if head_start is None else load_default_base(url, head_start)
     left, right = st.columns(2)
     with left:
         base_id = runview.choose_run(url, "base", "Base run", base_default or head_start)
     with right:
         head_id = runview.choose_run(url, "head", "Head run", head_start)
     return Pair(base_id, head_id)
+
+
+def query_default_base(url: str, head_id: int) -> int | None:
+    """The run Compare sets against run ``head_id`` when no base is asked for: the latest run
+    of the config version before the head's on the head's suite (the newest earlier version
+    with one), so the page opens on the last config change; for a config with one version, the
+    run of its config and suite before the head. None when there is neither (or no such head).
+    """
+    with Session(data.engine_for(url)) as session:
+        try:
+            head = fetch_run(session, head_id)
+        except NotFoundError:
+            return None
+        versions = [entry.version for entry in fetch_config_history(session, head.config.name)]
+        earlier = versions[:versions.index(head.config.version)] \
+            if head.config.version in versions else []
+        for version in reversed(earlier):
+            found = fetch_latest_run_id(session, head.config.name, version, head.suite.name)
+            if found is not None:
+                return found
+        return fetch_previous_run_id(session, head_id)
+
+
+load_default_base = st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False)(query_default_base)
 
 
 def _choose_versions(url: str) -> Pair:
@@ -106,31 +136,49 @@ def like_for_like_notes(base: RunResult, head: RunResult) -> list[str]:
     return notes
 
 
+TABLE_COLUMNS = ["workload", "metric", "base", "head", "change %", "better when"]
+P_FLOOR = 0.0001  # a smaller p-value reads "< 0.0001"
+
+
 def metric_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The metric deltas with display units and readable names."""
+    """The metric deltas with readable names, each value with its unit as the CLI writes it."""
     rows = []
     for row in metrics.to_dict("records"):
-        unit = display_unit(str(row["metric"]))
-        rel = _number(row["rel_change"])
+        name = str(row["metric"])
         rows.append({
             "workload": row["workload"],
-            "metric": metric_label(str(row["metric"])),
-            "unit": unit.label,
-            "base": _scaled(row["base"], unit.scale),
-            "head": _scaled(row["head"], unit.scale),
-            "change %": None if rel is None else rel * 100.0,
+            "metric": metric_label(name),
+            "base": render_metric_value(_number(row["base"]), name),
+            "head": render_metric_value(_number(row["head"]), name),
+            "change %": _change_percent(row["rel_change"]),
             "better when": "lower" if row["direction"] == "lower_is_better" else "higher",
         })
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    return table.astype({"change %": "float64"})  # a number to sort on, even when all empty
 
 
 def _number(value: Any) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def _scaled(value: Any, scale: float) -> float | None:
-    number = _number(value)
-    return None if number is None else number * scale
+def _change_percent(rel_change: Any) -> float | None:
+    """The relative change in percent to one decimal, as the gate's report gives it."""
+    rel = _number(rel_change)
+    return None if rel is None else round(rel * 100.0, 1)
+
+
+def render_p_value(value: Any) -> str | None:
+    """A p-value to 2 significant digits (the gate's ``p=``), "< 0.0001" below that; None for
+    none (a bit-constant metric compared exactly has no p-value)."""
+    p = _number(value)
+    if p is None:
+        return None
+    return f"< {P_FLOOR:g}" if p < P_FLOOR else f"{p:.2g}"
+
+
+def outcome_label(outcome: str) -> str:
+    """The analysis' outcome in words: ``no_change`` -> "no change"."""
+    return outcome.replace("_", " ")
 
 
 def headline_changes(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -144,21 +192,33 @@ def headline_changes(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFr
 
 
 P_COLUMN = "p (head worse)"  # one-sided: an improvement reads near 1
+# How the table shows its columns: the values are text already, the change a number (to sort
+# on) with one decimal as the gate's report has it.
+METRIC_TABLE_COLUMNS = {
+    "change %": st.column_config.NumberColumn(format="%+.1f%%"),
+    "better when": st.column_config.TextColumn("better"),
+    P_COLUMN: st.column_config.TextColumn(help="the one-sided p-value of \"head is worse\" "
+                                          "(an improvement reads near 1)"),
+}
+OUTCOME_ORDER = {"regression": 0, "improvement": 1, "inconclusive": 2, "no_change": 3}
 
 
 def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
     """Every metric's delta; the judged ones with the verdict, interval, p-value and reason,
-    and the verdict's own values and change (one effect size per row: the judged runs')."""
+    and the verdict's own values and change (one effect size per row: the judged runs'). Cells
+    are display text (the outcome in words, the p-value to 2 digits); a value not measured or
+    not judged is empty (None)."""
     table = _with_verdict_values(metric_table(metrics), verdicts)
     judged = verdicts.assign(metric=verdicts["metric"].map(metric_label))
     judged["interval %"] = [
         None if pd.isna(low) else f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
         for low, high in zip(judged["ci_low"], judged["ci_high"], strict=True)]
-    judged = judged.rename(columns={"outcome": "verdict", "p_value": P_COLUMN})
+    judged[P_COLUMN] = [render_p_value(p) for p in judged["p_value"]]
+    judged = judged.rename(columns={"outcome": "verdict"})
     merged = table.merge(judged[["workload", "metric", "verdict", "interval %", P_COLUMN,
                                  "samples", "reason"]], on=["workload", "metric"], how="left")
-    order = {"regression": 0, "improvement": 1, "inconclusive": 2, "no_change": 3}
-    merged["_rank"] = merged["verdict"].map(order).fillna(4)
+    merged["_rank"] = merged["verdict"].map(OUTCOME_ORDER).fillna(len(OUTCOME_ORDER))
+    merged["verdict"] = [None if pd.isna(v) else outcome_label(str(v)) for v in merged["verdict"]]
     return merged.sort_values(["_rank"], kind="stable").drop(columns="_rank")
 
 
@@ -166,17 +226,15 @@ def _with_verdict_values(table: pd.DataFrame, verdicts: pd.DataFrame) -> pd.Data
     """The table with each judged row's base, head and change as the verdict has them."""
     by_row = {(row["workload"], metric_label(str(row["metric"]))): row
               for row in verdicts.to_dict("records")}
-    scales = {metric_label(str(m)): display_unit(str(m)).scale for m in verdicts["metric"]}
     table = table.copy()
     for index, row in table.iterrows():
         found = by_row.get((row["workload"], row["metric"]))
         if found is None:
             continue
-        scale = scales[row["metric"]]
-        table.at[index, "base"] = _scaled(found["base"], scale)
-        table.at[index, "head"] = _scaled(found["head"], scale)
-        rel = _number(found["rel_change"])
-        table.at[index, "change %"] = None if rel is None else rel * 100.0
+        name = str(found["metric"])
+        table.at[index, "base"] = render_metric_value(_number(found["base"]), name)
+        table.at[index, "head"] = render_metric_value(_number(found["head"]), name)
+        table.at[index, "change %"] = _change_percent(found["rel_change"])
     return table
 
 

@@ -4,16 +4,22 @@ source and tool-named values among them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from tracker.dashboard import data, ui
-from tracker.dashboard.trend_series import display_unit, metric_label
+from tracker.dashboard.trend_series import (
+    display_format,
+    display_unit,
+    metric_label,
+    split_latency,
+)
 from tracker.errors import NotFoundError
 from tracker.metrics import GIB, REGISTRY
+from tracker.reports.run_report import WORKLOAD_HEADERS
 from tracker.results import IMPORT_KEY, RunResult
 from tracker.store.queries import RunDetail
 
@@ -78,14 +84,11 @@ def _source_values(params: Mapping[str, Any]) -> dict[str, float]:
 def summary_table(workloads: pd.DataFrame) -> pd.DataFrame:
     """The workload summaries with latencies in ms and readable column names."""
     table = workloads[["workload", "concurrency", "completed", "failed"]].copy()
-    shown = [*SUMMARY_METRICS[:2],
-             *(name for name in COST_ENERGY_METRICS if name in workloads
-               and workloads[name].notna().any()), *SUMMARY_METRICS[2:]]
-    for name in shown:
+    for name in _summary_metrics(workloads):
         unit = display_unit(name)
         values = workloads[name] if name in workloads else pd.Series(
             [None] * len(workloads), dtype="float64")
-        table[f"{metric_label(name)} ({unit.label})"] = values * unit.scale
+        table[shown_metric_name(name)] = values * unit.scale
     table["duration (s)"] = workloads["duration_s"]
     table["tokens counted by"] = workloads["output_tokens_source"]
     table["errors"] = workloads["errors"]
@@ -95,7 +98,85 @@ def summary_table(workloads: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def _summary_metrics(workloads: pd.DataFrame) -> list[str]:
+    """The throughputs, the cost and energy columns some workload measured, the latencies."""
+    return [*SUMMARY_METRICS[:2],
+            *(name for name in COST_ENERGY_METRICS if name in workloads
+              and workloads[name].notna().any()), *SUMMARY_METRICS[2:]]
+
+
+# `tracker show`'s columns and headers (tracker.reports.run_report), in view; beside them the
+# cost and energy a workload measured (but the KV cache and preemptions, in the Server metrics
+# tab), each under a header as short
+CLI_COLUMNS = ("workload", "concurrency", "completed", "failed", *SUMMARY_METRICS[:2],
+               "ttft_median_s", "ttft_p99_s", "tpot_median_s", "itl_p99_s", "e2el_p99_s")
+CLI_HEADERS = dict(zip(CLI_COLUMNS, WORKLOAD_HEADERS, strict=True))
+OUT_OF_VIEW = frozenset({"kv_cache_usage_peak", "num_preemptions"})
+SHORT_HEADERS = {"usd_per_1m_output_tokens": "$/1M out tok", "usd_per_1m_tokens": "$/1M tok",
+                 "joules_per_output_token": "J/out tok", "joules_per_token": "J/tok",
+                 "gpu_memory_peak_bytes": "GPU mem peak GiB", "kv_cache_usage_peak": "KV peak",
+                 "num_preemptions": "preemptions", "startup_s": "startup s"}
+LATENCY_HEADERS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E"}
+STAT_HEADERS = {"median": "p50"}
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryLayout:
+    """How the run's workload table is shown: the columns in view (``order``: those of
+    `tracker show`'s table, the cost and energy a workload measured, an imported run's tool),
+    each metric under a short header with the CLI's digits; the others (``hidden``, by header)
+    one click away in the table's "Show/hide columns" menu."""
+
+    order: tuple[str, ...]
+    config: Mapping[str, Any]
+    hidden: tuple[str, ...]
+
+
+def summary_layout(table: pd.DataFrame) -> SummaryLayout:
+    """The layout of ``summary_table``'s frame."""
+    metrics = {shown_metric_name(name): name for name in REGISTRY}
+    config: dict[str, Any] = {
+        "workload": st.column_config.TextColumn(pinned=True),
+        **{name: CLI_HEADERS[name] for name in CLI_COLUMNS[1:4]},
+        "duration (s)": st.column_config.NumberColumn("duration s", format="%.1f"),
+        **{column: st.column_config.NumberColumn(short_header(metrics[column]), help=column,
+                                                 format=display_format(metrics[column]))
+           for column in table.columns if column in metrics},
+    }
+    shown = [column for column in table.columns if _in_view(table, column, metrics)]
+    hidden = tuple(_header(config.get(column), column) for column in table.columns
+                   if column not in shown)
+    return SummaryLayout(tuple(shown), config, hidden)
+
+
+def short_header(name: str) -> str:
+    """A metric's column header as short as `tracker show`'s (``TTFT p50 ms``, ``req/s``)."""
+    if name in CLI_HEADERS:
+        return CLI_HEADERS[name]
+    latency = split_latency(name)
+    if latency is not None:
+        key, stat = latency
+        return f"{LATENCY_HEADERS.get(key, key)} {STAT_HEADERS.get(stat, stat)} ms"
+    return SHORT_HEADERS.get(name, metric_label(name))
+
+
+def _in_view(table: pd.DataFrame, column: str, metrics: Mapping[str, str]) -> bool:
+    if column in metrics:
+        name = metrics[column]
+        return name in CLI_COLUMNS or (name in COST_ENERGY_METRICS and name not in OUT_OF_VIEW)
+    if column == "errors":  # "timeout: 2, ..." where a workload had errors
+        return bool(table[column].fillna("").astype(str).ne("").any())
+    return column in (*CLI_COLUMNS[:4], SOURCE_COLUMNS[0])
+
+
+def _header(config: Any, column: str) -> str:
+    label = config if isinstance(config, str) else \
+        config.get("label") if isinstance(config, Mapping) else None
+    return str(label or column)
+
+
 def shown_metric_name(name: str) -> str:
+    """A metric's column name in the table's frame (``TTFT p99 (ms)``)."""
     return f"{metric_label(name)} ({display_unit(name).label})" if name in REGISTRY else name
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.metrics import GIB, REGISTRY
 from tracker.reports.diff_report import render_diff_lines
+from tracker.reports.gate_report import render_value
 from tracker.results import NATIVE_SOURCE
 
 SERIES_KEYS = ["config", "suite", "workload"]
@@ -39,6 +40,12 @@ THROUGHPUT_LABELS = {
 }
 UNIT_LABELS = {"usd_per_1m_tokens": "$/1M tokens"}
 SECONDS_SHOWN = frozenset({"startup_s"})  # per-run durations of seconds to minutes: not in ms
+# A displayed value's digits in a table, as the CLI writes them: `tracker show` (1 decimal in ms
+# and tokens/s, 2 in req/s), its GPU line (2 decimals in GiB) and its cost and energy line (4
+# significant digits, the default here); Streamlit's number formats.
+DISPLAY_FORMATS = {"ms": "%.1f", "s": "%.1f", "tokens/s": "%.1f", "req/s": "%.2f",
+                   "GiB": "%.2f", "fraction": "percent", "count": "%d"}
+GATE_UNITS = frozenset({"s", "bytes", "fraction", "req/s", "tokens/s"})  # the gate's own formats
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,25 @@ def display_unit(metric: str) -> DisplayUnit:
     if unit == "bytes":
         return DisplayUnit("GiB", 1.0 / GIB)
     return DisplayUnit(UNIT_LABELS.get(unit, unit), 1.0)
+
+
+def display_format(metric: str) -> str:
+    """The Streamlit number format of the metric's displayed value (``display_unit``)."""
+    return DISPLAY_FORMATS.get(display_unit(metric).label, "%.4g")
+
+
+def render_metric_value(value: float | None, metric: str) -> str | None:
+    """One stored value with its unit, as the gate's report writes it (``483.68 ms``,
+    ``72.00 GiB``, ``66.7%``, ``2242.98 tokens/s``); cost, energy, counts and the startup time
+    in their displayed unit to 4 significant digits, as `tracker show`'s cost line; None when
+    not measured."""
+    if value is None:
+        return None
+    unit = REGISTRY[metric].unit
+    if unit in GATE_UNITS and metric not in SECONDS_SHOWN:
+        return render_value(value, unit)
+    shown = display_unit(metric)
+    return f"{value * shown.scale:.4g}" + ("" if unit == "count" else f" {shown.label}")
 
 
 def split_latency(metric: str) -> tuple[str, str] | None:

@@ -76,8 +76,13 @@ def _redact_cell(value: Any) -> Any:
     return redact_data(value) if isinstance(value, str | list | tuple | dict) else value
 
 
+EMPTY_CELL = "—"  # what a table shows for a value not measured or not judged (None, NaN)
+
+
 def dataframe(frame: pd.DataFrame, **kwargs: Any) -> Any:
-    """The frame as a table (cells render as text), redacted; returns the selection event."""
+    """The frame as a table (cells render as text), redacted, a missing value shown as
+    ``EMPTY_CELL`` rather than "None"; returns the selection event."""
+    kwargs.setdefault("placeholder", EMPTY_CELL)
     return st.dataframe(redact_frame(frame), hide_index=True, width="stretch", **kwargs)
 
 
