@@ -158,7 +158,7 @@ def test_bench_replays_a_mooncake_trace_at_its_recorded_times(
       "--duration", "2"], "--dataset-name mooncake replays the trace's own times: drop "
                           "--request-rate, --duration"),
     (["--dataset-name", "mooncake", "--dataset-path", "{trace}", "--num-prompts", "9"],
-     "the trace has 1 rows (of 1), but the workload replays 9"),
+     "--num-prompts 9: the trace {trace} holds 1 rows, too few to measure 9"),
     (["--dataset-name", "custom", "--dataset-path", "{trace}"],
      ":1: prompt: must be a non-empty string (got null or nothing)"),
 ])
@@ -171,6 +171,7 @@ def test_bench_bad_datasets_are_one_line_exit_2(sim_url: str, tmp_path: Path, ar
     args = [arg.replace("{trace}", str(trace)) for arg in args]
     assert main(["bench", "--base-url", sim_url, "--quiet", *args]) == 2
     err = capsys.readouterr().err
+    fragment = fragment.replace("{trace}", str(trace))
     assert err.startswith("error: ") and fragment in err and err.count("\n") == 1, err
 
 

@@ -62,6 +62,7 @@ from tracker.targets.tokenizers import Tokenizer, find_tokenizer_file, open_toke
 from tracker.telemetry.server_metrics import ServerScraper
 
 NAME = "bench"
+DEFAULT_NUM_PROMPTS = 200  # --num-prompts when it is not given (a trace: its every row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ class BenchArgs:
     max_concurrency: int | None = None
     request_rate: float = math.inf
     burstiness: float = 1.0
-    num_prompts: int = 200
+    num_prompts: int | None = None  # None: DEFAULT_NUM_PROMPTS, or a trace's every row
     random_input_len: int = 256
     random_output_len: int = 128
     ignore_eos: bool = False
@@ -132,12 +133,13 @@ def build_workload(args: BenchArgs) -> Workload:
     shape = _shape(args)
     try:
         prompts = build_prompts(args)
+        num_requests = resolve_num_prompts(args, prompts)
         return Workload(
             name=NAME,
             prompts=prompts,
             endpoint_type=args.endpoint_type,
             max_tokens=args.random_output_len, ignore_eos=args.ignore_eos,
-            num_requests=args.num_prompts, warmup_requests=args.warmup,
+            num_requests=num_requests, warmup_requests=args.warmup,
             request_timeout_s=args.request_timeout_s,
             slos=None if slo is None else Slos(**slo.as_ms()),
             **shape,
@@ -150,6 +152,35 @@ def build_workload(args: BenchArgs) -> Workload:
         message = str(first["msg"]).removeprefix("Value error, ")
         flag = f"{_FLAGS[where]} ({where})" if where in _FLAGS else where
         raise UsageError(f"tracker bench: {flag}: {message} (got {got})") from None
+
+
+def resolve_num_prompts(args: BenchArgs, prompts: PromptSource) -> int:
+    """``--num-prompts``; when it is not given, every row of a trace after the warm-up (the
+    whole trace replayed), else ``DEFAULT_NUM_PROMPTS``. More than a trace holds is an error."""
+    if not isinstance(prompts, TracePrompts):
+        return DEFAULT_NUM_PROMPTS if args.num_prompts is None else args.num_prompts
+    rows = count_trace_rows(prompts, str(args.dataset_path))
+    warmup = f" after --warmup {args.warmup}" if args.warmup else ""
+    if args.num_prompts is None:
+        if rows - args.warmup < 1:
+            raise UsageError(f"--dataset-path {args.dataset_path}: the trace holds {rows} rows, "
+                             f"none left to measure{warmup}; lower --warmup")
+        return rows - args.warmup
+    if args.num_prompts + args.warmup > rows:
+        most = f" (at most {rows - args.warmup})" if rows > args.warmup else ""
+        raise UsageError(f"--num-prompts {args.num_prompts}: the trace {args.dataset_path} holds "
+                         f"{rows} rows, too few to measure {args.num_prompts}{warmup}; lower "
+                         f"--num-prompts{most}, or leave it out to replay the whole trace")
+    return args.num_prompts
+
+
+def count_trace_rows(prompts: TracePrompts, flag_value: str) -> int:
+    """The trace's rows (each checked as the replay checks it)."""
+    from tracker.inputs.datafiles import DataFile
+    from tracker.inputs.traces import read_trace
+
+    file = DataFile(Path(prompts.path), "trace", f"--dataset-path {flag_value}")
+    return sum(1 for _ in read_trace(file, prompts))
 
 
 _FLAGS = {"input_tokens": "--random-input-len", "max_tokens": "--random-output-len",

@@ -57,6 +57,9 @@ def render_vllm_result(run: RunResult, workload: WorkloadResult) -> dict[str, An
         "request_throughput": s.request_throughput_per_s,
         "output_throughput": s.output_throughput_tokens_per_s,
         "total_token_throughput": s.total_token_throughput_tokens_per_s,
+        # vLLM's readers ignore a key they do not know; `tracker import` reads this one back
+        "tracker": {"run_id": run.run_id, "workload": workload.name, "simulated": run.simulated,
+                    "config": run.config.name, "suite": run.suite.name},
     }
     for key in ("ttft", "tpot", "itl", "e2el"):
         body.update(render_stats_ms(key, getattr(s, key)))

@@ -152,7 +152,9 @@ def _add_bench(sub: Subparsers) -> None:
                        help="planned requests per second, open loop (default inf: all at once)")
     bench.add_argument("--burstiness", type=_positive_number, default=1.0, metavar="B",
                        help="gamma shape of the gaps between requests; 1 = Poisson")
-    bench.add_argument("--num-prompts", type=int, default=200, metavar="N")
+    bench.add_argument("--num-prompts", type=int, metavar="N",
+                       help="requests measured (default: 200; a trace: all its rows after "
+                            "--warmup)")
     bench.add_argument("--dataset-name", choices=("random", "sharegpt", "custom", "mooncake"),
                        default="random",
                        help="the prompts: seeded random words (default), a ShareGPT JSON, a "
@@ -259,17 +261,20 @@ def build_parser() -> argparse.ArgumentParser:
 def add_import_parser(sub: Subparsers) -> None:
     imported = sub.add_parser("import", help="store another tool's result file as runs (one "
                                              "per benchmark): vllm bench serve, GuideLLM, "
-                                             "AIPerf, inference-perf, llm-d reports")
+                                             "AIPerf, inference-perf, llm-d reports, and the "
+                                             "tracker's own tracker.run/1 JSON")
     imported.add_argument("file", metavar="FILE", help="the tool's result file (JSON; AIPerf: "
                                                         "profile_export_aiperf.json or .jsonl)")
     imported.add_argument("--format", choices=("vllm", "guidellm", "aiperf", "inference-perf",
-                                                   "llmd"),
+                                                   "llmd", "tracker"),
                           help="the tool that wrote it (default: recognised from its keys)")
-    imported.add_argument("--config", required=True, metavar="NAME",
+    imported.add_argument("--config", metavar="NAME",
                           help="the serving config's name to file the runs under (its newest "
-                               "stored version; a new name gets an imported placeholder)")
+                               "stored version; a new name gets an imported placeholder); "
+                               "needed for other tools' files, the tracker's JSON names its own")
     imported.add_argument("--suite", metavar="NAME",
-                          help="the suite's name (default: imported-<tool>)")
+                          help="the suite's name (default: the tracker JSON's own, else "
+                               "imported-<tool>)")
     _add_db(imported)
     export = sub.add_parser("export", help="write one workload of a stored run as another "
                                            "tool's result file (vllm bench serve's JSON)")

@@ -26,14 +26,16 @@ def _loaders() -> dict[str, Loader]:
     from tracker.imports.guidellm import load_guidellm
     from tracker.imports.inference_perf import load_inference_perf
     from tracker.imports.llmd import load_llmd
+    from tracker.imports.tracker_json import load_tracker_json
     from tracker.imports.vllm import load_vllm
     return {"vllm": load_vllm, "guidellm": load_guidellm, "aiperf": load_aiperf,
-            "inference-perf": load_inference_perf, "llmd": load_llmd}
+            "inference-perf": load_inference_perf, "llmd": load_llmd,
+            "tracker": load_tracker_json}
 
 
 def sniff_format(source: SourceFile) -> str:
-    """``vllm``, ``guidellm``, ``aiperf``, ``inference-perf`` or ``llmd`` from the file's keys;
-    an error when none fits."""
+    """``vllm``, ``guidellm``, ``aiperf``, ``inference-perf``, ``llmd`` or ``tracker`` (the
+    tracker's own ``tracker.run/1`` JSON) from the file's keys; an error when none fits."""
     expected = f"a result file of {', '.join(ALL_FORMATS)} (give --format to say which)"
     first = source.text.lstrip()[:1]
     if first == "{" and "\n{" in source.text.strip() and _is_jsonl(source):
@@ -50,7 +52,10 @@ def sniff_format(source: SourceFile) -> str:
 def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> str:
     from tracker.imports.inference_perf import is_inference_perf_report
     from tracker.imports.llmd import is_llmd_report
+    from tracker.imports.tracker_json import is_tracker_run
 
+    if is_tracker_run(body):
+        return "tracker"
     if is_llmd_report(body):
         return "llmd"
     if is_inference_perf_report(body):
@@ -64,8 +69,8 @@ def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> st
     keys = ", ".join(repr(k) for k in list(body)[:5]) or "none"
     raise source.fail(expected, f"no 'mean_ttft_ms' (vllm), 'benchmarks' (guidellm), "
                                 f"'time_to_first_token' (aiperf) or 'load_summary' "
-                                f"(inference-perf) key, nor llm-d's version '0.2' report; its "
-                                f"keys: {keys}")
+                                f"(inference-perf) key, nor llm-d's version '0.2' report, nor "
+                                f"the tracker's 'schema': 'tracker.run/1'; its keys: {keys}")
 
 
 def _is_jsonl(source: SourceFile) -> bool:

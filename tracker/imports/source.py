@@ -25,7 +25,7 @@ from tracker.errors import UsageError
 from tracker.redaction import register_secrets_in
 from tracker.results import IMPORT_KEY, LatencyStats, WorkloadResult
 
-FORMATS = ("vllm", "guidellm", "aiperf", "inference-perf", "llmd")
+FORMATS = ("vllm", "guidellm", "aiperf", "inference-perf", "llmd", "tracker")
 # Limits no real result file reaches; each refusal says which and why.
 MAX_FILE_BYTES = 256 * 1024 * 1024  # GuideLLM's file with every request of a long run: ~50 MB
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # a run's start and end lie in [EARLIEST, LATEST)
@@ -73,7 +73,7 @@ class SourceFile:
 class ImportedRun:
     """One benchmark of a file, as a tracker run of one workload."""
 
-    tool: str  # "vllm", "guidellm", "aiperf", "inference-perf", "llmd"
+    tool: str  # "vllm", "guidellm", "aiperf", "inference-perf", "llmd", "tracker"
     tool_version: str | None  # None: the file does not say
     sha256: str
     benchmark: int  # its position in the file (0-based)
@@ -83,6 +83,9 @@ class ImportedRun:
     workload: WorkloadResult
     source_values: Mapping[str, float] = field(default_factory=dict)  # tool-prefixed names
     notes: tuple[str, ...] = ()  # what the mapping could not carry, in words
+    simulated: bool = False  # measured on the tracker's simulator (only its own JSON says so)
+    config_name: str | None = None  # the config and suite the file names (the tracker's own
+    suite_name: str | None = None  # JSON); None: the user names them (--config, --suite)
 
     @property
     def environment(self) -> dict[str, Any]:

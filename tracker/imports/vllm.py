@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tracker.imports.source import (
+    MAX_NAME_CHARS,
     ImportedRun,
     SourceFile,
     bad_value,
@@ -55,8 +56,10 @@ def load_vllm(source: SourceFile) -> list[ImportedRun]:
     summary = _summary(source, body, duration_s, records)
     ended_at = _date(source, body)
     started_at = ended_at - duration("duration", duration_s)
+    origin = _tracker_origin(source, body)
     workload = WorkloadResult(
-        name=_workload_name(body), concurrency=_concurrency(body, summary),
+        name=origin.get("workload") or _workload_name(body),
+        concurrency=_concurrency(body, summary),
         num_requests=count("num_prompts", optional_number(body, "num_prompts"))
         or summary.completed + summary.failed,
         warmup_requests=0, params=_params(body), started_at=started_at, ended_at=ended_at,
@@ -71,7 +74,31 @@ def load_vllm(source: SourceFile) -> list[ImportedRun]:
         tool="vllm", tool_version=_text(body, "vllm_version"), sha256=source.sha256,
         benchmark=0, started_at=started_at, ended_at=ended_at, host="imported",
         workload=_with_params(workload, source_values), source_values=source_values,
-        notes=tuple(notes))]
+        notes=tuple(notes), simulated=origin.get("simulated") is True,
+        config_name=origin.get("config"), suite_name=origin.get("suite"))]
+
+
+def _tracker_origin(source: SourceFile, body: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``tracker export`` adds under ``tracker``: the workload's name, the simulated flag,
+    the config's and suite's names ({} for vLLM's own files)."""
+    origin = body.get("tracker")
+    if origin is None:
+        return {}
+    if not isinstance(origin, Mapping):
+        raise source.fail(EXPECTED, "'tracker' must be an object (what tracker export writes)")
+    found: dict[str, Any] = {}
+    for key in ("workload", "config", "suite"):
+        value = origin.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
+                raise source.fail(EXPECTED, f"tracker.{key} must be a name of 1 to "
+                                            f"{MAX_NAME_CHARS} characters (got {value!r:.60})")
+            found[key] = value
+    simulated = origin.get("simulated")
+    if simulated is not None and not isinstance(simulated, bool):
+        raise source.fail(EXPECTED, f"tracker.simulated must be true or false (got {simulated!r:.60})")
+    found["simulated"] = simulated
+    return found
 
 
 def _summary(source: SourceFile, body: Mapping[str, Any], duration_s: float,

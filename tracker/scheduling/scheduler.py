@@ -38,10 +38,10 @@ from tracker.scheduling.defaults import (
     DEFAULT_SYNC_INTERVAL_S,
 )
 from tracker.scheduling.locks import DatabaseLock
-from tracker.scheduling.queueing import enqueue_schedule, reap_stale
-from tracker.scheduling.schedules import build_trigger
+from tracker.scheduling.queueing import enqueue_schedule, reap_stale, utc_now
+from tracker.scheduling.schedules import build_trigger, compute_slot
 from tracker.store.db import create_store_engine
-from tracker.store.schedule_rows import ScheduleRow, fetch_schedules
+from tracker.store.schedule_rows import ScheduleRow, fetch_schedule, fetch_schedules
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,12 @@ class SchedulerSettings:
 
 class _Runtime:
     """What the persisted job function needs and cannot be pickled into the job store: the
-    engine of the scheduler active in this process (one per process, like the lock)."""
+    engine of the scheduler active in this process (one per process, like the lock), and
+    where it says what it did (its ``emit``)."""
 
     def __init__(self) -> None:
         self.engine: Engine | None = None
+        self.emit: Callable[[str], None] = log.info
         self.in_flight: set[str] = set()
         self.lock = threading.Lock()
 
@@ -70,21 +72,38 @@ _RUNTIME = _Runtime()
 
 
 def fire_schedule(name: str) -> None:
-    """The APScheduler job (importable by reference): enqueue the slot of schedule ``name``."""
-    engine = _RUNTIME.engine
+    """The APScheduler job (importable by reference): enqueue the slot of schedule ``name``,
+    and say so in one line on the scheduler's output (its ``emit``)."""
+    engine, emit = _RUNTIME.engine, _RUNTIME.emit
     if engine is None:
         log.error("schedule %s fired with no active scheduler in this process; skipped", name)
         return
     with _RUNTIME.lock:
         _RUNTIME.in_flight.add(name)
     try:
-        ids = enqueue_schedule(engine, name, slot=True)
-        log.info("schedule %s: queued %d request(s)", name, len(ids))
+        now = utc_now()
+        ids = enqueue_schedule(engine, name, slot=True, now=now)
+        emit(render_fired_line(name, _slot_of(engine, name, now), ids))
     except Exception:  # the job boundary: log it (the schedule's last_error says it too)
         log.exception("schedule %s: could not enqueue its slot", name)
     finally:
         with _RUNTIME.lock:
             _RUNTIME.in_flight.discard(name)
+
+
+def render_fired_line(name: str, slot: datetime, ids: list[int]) -> str:
+    queued = (f"queued {len(ids)} request(s) ({', '.join(map(str, ids))})" if ids
+              else "queued nothing (the slot was queued before)")
+    return f"schedule {name}: slot {_when(slot)} fired: {queued}"
+
+
+def _slot_of(engine: Engine, name: str, now: datetime) -> datetime:
+    """The slot a firing at ``now`` belongs to, as ``enqueue_schedule`` computes it."""
+    with Session(engine) as session:
+        schedule = fetch_schedule(session, name)
+    if schedule is None:
+        return now
+    return compute_slot(build_trigger(schedule.cron, schedule.timezone), now)
 
 
 def _same_trigger(job: Job, trigger: CronTrigger) -> bool:
@@ -125,7 +144,7 @@ class TrackerScheduler:
             job_defaults={"coalesce": True, "max_instances": 1,
                           "misfire_grace_time": int(self.settings.misfire_grace_s)},
             timezone=UTC)
-        _RUNTIME.engine = self.engine
+        _RUNTIME.engine, _RUNTIME.emit = self.engine, self.emit
         scheduler.start()
         self._scheduler = scheduler
         self.sync()
@@ -176,7 +195,7 @@ class TrackerScheduler:
                           "one transaction and stored once, so nothing is half-queued")
             scheduler.shutdown(wait=False)
         if _RUNTIME.engine is self.engine:
-            _RUNTIME.engine = None
+            _RUNTIME.engine, _RUNTIME.emit = None, log.info
         if self._store_engine is not None:
             self._store_engine.dispose()
             self._store_engine = None

@@ -75,7 +75,7 @@ def save_imported_run(session: Session, run: ImportedRun, config_version_id: int
     """Store one imported benchmark as a completed run; returns its id."""
     run_id = begin_run(session, config_version_id=config_version_id, suite_id=suite_id,
                        started_at=run.started_at, host=run.host,
-                       tracker_version=tracker.__version__, simulated=False,
+                       tracker_version=tracker.__version__, simulated=run.simulated,
                        environment=run.environment)
     save_workload(session, run_id, 0, run.workload)
     status = RunStatus.COMPLETED if run.workload.summary.completed else RunStatus.FAILED
