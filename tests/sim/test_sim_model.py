@@ -200,3 +200,30 @@ def test_output_words_are_one_token_each_and_repeat_for_the_same_seed() -> None:
     assert text(1, None) == text(1, None)
     assert text(1, 0) != text(1, 1)
     assert len(text(1, None).split(" ")) == 10
+
+
+def test_max_num_batched_tokens_chunks_a_long_prefill_over_steps_as_vllm_does() -> None:
+    """A 1,024-token prompt under a 256-token budget: four steps of 256 before its first token
+    (vLLM's chunked prefill), while a decoding request keeps its one token a step out of the
+    budget; without a budget the prompt is computed in one step."""
+    scheduler = Scheduler(tiny_cache(1000), max_num_seqs=8, max_num_batched_tokens=256,
+                          prefix_cache=None)
+    decoding = make_request(4, 20)
+    scheduler.add(decoding)
+    assert scheduler.schedule() == 4
+    scheduler.finish_step()
+    long = make_request(1024, 2)
+    scheduler.add(long)
+    chunks = []
+    while not long.pieces:
+        chunks.append(scheduler.schedule())
+        scheduler.finish_step()
+    assert chunks == [255, 255, 255, 255, 4]  # 256 less the decode's one token, until done
+    assert len(decoding.pieces) == 1 + len(chunks)  # the decode never waited for the prompt
+    unbounded = Scheduler(tiny_cache(1000), max_num_seqs=8, max_num_batched_tokens=None,
+                          prefix_cache=None)
+    whole = make_request(1024, 2)
+    unbounded.add(whole)
+    assert unbounded.schedule() == 1024
+    unbounded.finish_step()
+    assert len(whole.pieces) == 1

@@ -8,7 +8,11 @@ request gets one token; the ones that reach their length finish and free their b
 
 With prefix caching, the full prompt blocks of running requests are shared: a block whose hash a
 running request already holds is referenced, not allocated again, and is freed with its last
-holder (vLLM's reference-counted blocks). Static batching (``reserve_tokens`` set) is the
+holder (vLLM's reference-counted blocks). With ``max_num_batched_tokens`` a step computes at most
+that many tokens, as vLLM's chunked prefill does: each running request that decodes takes one,
+a prompt still being prefilled continues with the largest chunk left, then waiting requests are
+admitted with a chunk of what remains; a request streams its first token at the end of the step
+that computes its prompt's last chunk. Static batching (``reserve_tokens`` set) is the
 engine before paging and continuous batching: each sequence reserves ``reserve_tokens`` of KV up
 front, and a new batch is admitted only when the previous one has drained.
 """
@@ -30,7 +34,8 @@ class SimRequest:
 
     __slots__ = (
         "_done_reason", "_waiter", "_words", "admitted", "block_hashes", "cached_tokens",
-        "finish_reason", "held_hashes", "num_blocks", "output_tokens", "pieces", "prompt_tokens",
+        "chunk", "finish_reason", "held_hashes", "num_blocks", "output_tokens", "pieces",
+        "prefill_left", "prompt_tokens",
     )
 
     def __init__(
@@ -46,6 +51,8 @@ class SimRequest:
         self.held_hashes: tuple[int, ...] = ()
         self.admitted = False
         self.cached_tokens = 0  # prompt tokens found in the prefix cache when first admitted
+        self.prefill_left = 0  # prompt tokens still to compute before the first token
+        self.chunk = 0  # of them, computed in the step being run
         self._done_reason = "length" if output_tokens >= max_tokens else "stop"
         self._words = words
         self._waiter: asyncio.Future[None] | None = None
@@ -168,15 +175,31 @@ class Scheduler:
             return 0
         if self.static and self.running:
             return 0  # static batching: the batch drains before a new one starts
-        prefill_tokens = self._admit()
+        budget = None if self.static else self._max_num_batched_tokens  # a static batch: whole
+        left = None if budget is None else max(0, budget - sum(
+            1 for r in self.running if r.prefill_left == 0))  # each decode takes one token
+        prefill_tokens = 0
+        for request in self.running:  # prompts being prefilled go on, oldest first
+            if request.prefill_left > 0:
+                request.chunk = request.prefill_left if left is None \
+                    else min(request.prefill_left, left)
+                prefill_tokens += request.chunk
+                left = None if left is None else left - request.chunk
+        prefill_tokens += self._admit(left)
         self._static_width = len(self.running)
         return prefill_tokens
 
     def finish_step(self) -> None:
-        """Give every running request its token; finished ones leave and free their blocks."""
-        self.counters.generation_tokens += len(self.running)
+        """Give every running request whose prompt is computed its token; finished ones leave
+        and free their blocks."""
         still_running: list[SimRequest] = []
         for request in self.running:
+            request.prefill_left -= request.chunk
+            request.chunk = 0
+            if request.prefill_left > 0:  # its prompt's next chunk comes in the next step
+                still_running.append(request)
+                continue
+            self.counters.generation_tokens += 1
             if request.emit():
                 self._free(request)
                 self.counters.successes[request.finish_reason or ABORT] += 1
@@ -207,10 +230,12 @@ class Scheduler:
             preempted = True
         return preempted
 
-    def _admit(self) -> int:
+    def _admit(self, left: int | None) -> int:
+        """Admit waiting requests in order while a sequence slot, the blocks and ``left`` tokens
+        of the step's budget allow (None: no budget); each computes a chunk of its prompt."""
         prefill_tokens = 0
-        budget = self._max_num_batched_tokens
-        while self.waiting and len(self.running) < self._max_num_seqs:
+        while self.waiting and len(self.running) < self._max_num_seqs and (left is None
+                                                                          or left > 0):
             request = self.waiting[0]
             context = request.prompt_tokens + request.generated
             shared = self._shareable(request)
@@ -221,14 +246,15 @@ class Scheduler:
                 break
             cached = self._count_cached_tokens(request, context)
             compute = context - cached
-            if budget is not None and prefill_tokens and prefill_tokens + compute > budget:
-                break
             self.waiting.popleft()
             self._hold(request, shared)
             self._allocate(request, private)
             self.running.append(request)
             self._record_admission(request, cached)
-            prefill_tokens += compute
+            request.prefill_left = compute
+            request.chunk = compute if left is None else min(compute, left)
+            prefill_tokens += request.chunk
+            left = None if left is None else left - request.chunk
         return prefill_tokens
 
     def _count_cached_tokens(self, request: SimRequest, context: int) -> int:
@@ -249,6 +275,7 @@ class Scheduler:
             self._prefix_cache.insert(request.block_hashes)
 
     def _preempt(self, request: SimRequest) -> None:
+        request.prefill_left = request.chunk = 0  # recomputed from the start when readmitted
         self._free(request)
         self.waiting.appendleft(request)
         self.counters.preemptions += 1
