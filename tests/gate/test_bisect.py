@@ -360,6 +360,12 @@ def test_a_refused_probe_config_is_invalid_and_no_probe_starts_past_the_budget(
     assert not runner.runs  # nothing ran
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal delivers it, even when this test runs as a background job of a
+    non-interactive shell (which starts its children with SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_probing_stores_the_bisection_as_interrupted(files: dict[str, Path]) -> None:
     """A real ``tracker bisect`` process, SIGINT once its first probe run is stored."""
     root = Path(__file__).resolve().parents[2]
@@ -367,7 +373,8 @@ def test_ctrl_c_while_probing_stores_the_bisection_as_interrupted(files: dict[st
     process = subprocess.Popen(
         [sys.executable, "-m", "tracker", "bisect", "--base", str(files["base"]), "--head",
          str(files["one"]), "--suite", str(files["suite"]), "--db", str(files["db"]), "--quiet"],
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint)
     try:
         wait_for(lambda: _probe_runs(files["db"]) > 0, timeout_s=90, what="a probe run")
         process.send_signal(signal.SIGINT)
