@@ -85,25 +85,10 @@ def compute_design(args: argparse.Namespace) -> GateDesign:
 
 
 def _check_mode(args: argparse.Namespace) -> bool:
-    """True for configs (--base/--head/--suite), False for stored runs; usage errors otherwise."""
-    by_config = any(v is not None for v in (args.base, args.head, args.suite))
-    by_runs = bool(args.base_run or args.head_run)
-    if by_config == by_runs:
-        raise UsageError("gate: give either --base REF --head REF --suite FILE, or "
-                         "--base-run ID --head-run ID (not both, not neither)")
-    if by_config and None in (args.base, args.head, args.suite):
-        raise UsageError("gate: --base, --head and --suite go together; give all three")
-    if by_runs and not (args.base_run and args.head_run):
-        raise UsageError("gate: give at least one --base-run and one --head-run")
-    if not args.bisect and (args.max_probes is not None or args.max_minutes is not None):
-        raise UsageError("gate: --max-probes and --max-minutes are the budget of --bisect; "
-                         "add --bisect, or leave them out")
-    if by_runs and args.bisect:
-        raise UsageError("gate: --bisect runs probes of configs: give --base, --head and "
-                         "--suite, not stored runs")
-    if by_runs and (args.repeats is not None or args.max_rounds is not None):
-        raise UsageError("gate: --repeats and --max-rounds run configs; stored runs "
-                         "(--base-run/--head-run) are compared as they are")
+    """True for configs (--base/--head/--suite), False for stored runs (the flags' combinations
+    were checked before this module loaded: ``tracker.cli.parsers.check_flags``); a report's
+    directory must exist."""
+    by_config = args.base is not None
     for target in (args.markdown, args.junit):
         if target and not Path(target).parent.is_dir():
             raise UsageError(f"{target}: directory {Path(target).parent} does not exist")

@@ -59,46 +59,38 @@ def _port(text: str) -> int:
     return _whole(text, 0, 65535, "a TCP port from 0 to 65535 (0: any free port)")
 
 
-def _seconds(text: str) -> float:
-    """A finite number of seconds > 0 (nan, inf and 0 are refused)."""
+def _number(text: str, noun: str, ok: Callable[[float], bool], expected: str) -> float:
+    """A float flag: ``not NOUN: 'x'`` when it is no number, ``must be EXPECTED (got x)`` when
+    ``ok`` refuses it."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0 (got {text})")
+        raise argparse.ArgumentTypeError(f"not {noun}: {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {expected} (got {text})")
     return value
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds > 0 (nan, inf and 0 are refused)."""
+    return _number(text, "a number of seconds", lambda v: math.isfinite(v) and v > 0,
+                   "a finite number of seconds > 0")
 
 
 def _grace_seconds(text: str) -> float:
     """A finite number of seconds >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0 (got {text})")
-    return value
+    return _number(text, "a number of seconds", lambda v: math.isfinite(v) and v >= 0,
+                   "a finite number of seconds >= 0")
 
 
 def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {text})")
-    return value
+    return _number(text, "a number", lambda v: math.isfinite(v) and v > 0,
+                   "a finite number > 0")
 
 
 def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.5 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0.5 and 1, e.g. 0.95 (got {text})")
-    return value
+    return _number(text, "a number", lambda v: 0.5 < v < 1.0,
+                   "between 0.5 and 1, e.g. 0.95")
 
 
 def _min_effect(text: str) -> str:
@@ -121,14 +113,7 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
 
 
 def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of requests per second: {text!r}") \
-            from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
-    return value
+    return _number(text, "a number of requests per second", lambda v: v > 0, "> 0")
 
 
 def _workers(text: str) -> int:
@@ -458,7 +443,8 @@ def add_bisect_parser(sub: Subparsers) -> None:
 
 def check_flags(args: argparse.Namespace) -> None:
     """The rules between flags that need no command module, checked before any is imported, so
-    a wrong combination is answered at once (the commands' own checks stay as a second line)."""
+    a wrong combination is answered at once; the commands rely on them (``main`` always calls
+    this before dispatching)."""
     if args.command in ("worker", "scheduler") and args.stale_after_s <= args.heartbeat_s:
         raise UsageError(f"--stale-after-s {args.stale_after_s:g} must be longer than "
                          f"--heartbeat-s {args.heartbeat_s:g} (a few beats), or live workers "

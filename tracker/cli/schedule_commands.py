@@ -119,10 +119,8 @@ def _labels(labels: object) -> str:
 
 
 def cmd_schedule_add(args: argparse.Namespace) -> int:
-    if args.file and (args.name or args.cron or args.config or args.suite):
-        raise UsageError("schedule add: give either --file FILE or NAME --cron ... "
-                         "--config ... --suite ..., not both")
-    # the file or the options are read and checked before the store is opened
+    # the flags' combinations were checked before this module loaded (parsers.check_flags); the
+    # file or the options are read and checked before the store is opened
     rows = load_schedules(args.file) if args.file else [_row_from_options(args)]
     engine = open_store(resolve_db_url(args.db))
     try:
@@ -145,13 +143,6 @@ def cmd_schedule_add(args: argparse.Namespace) -> int:
 
 
 def _row_from_options(args: argparse.Namespace) -> ScheduleRow:
-    missing = [flag for flag, value in (("NAME", args.name), ("--cron", args.cron),
-                                        ("--config", args.config), ("--suite", args.suite))
-               if not value]
-    if missing:
-        raise UsageError(f"schedule add: missing {', '.join(missing)}; e.g. tracker schedule add "
-                         "nightly --cron '0 2 * * *' --config configs/x.yaml --suite "
-                         "baselines/chat-short.yaml (or --file schedules.yaml)")
     try:
         spec = ScheduleSpec(name=args.name, cron=args.cron, timezone=args.timezone,
                             configs=args.config, suites=args.suite, repeats=args.repeats,
@@ -168,9 +159,6 @@ def _bisect_option(args: argparse.Namespace) -> dict[str, object]:
     budgets = {key: value for key, value in (("max_probes", args.bisect_max_probes),
                                              ("max_minutes", args.bisect_max_minutes))
                if value is not None}
-    if budgets and not args.bisect:
-        raise UsageError("schedule add: --bisect-max-probes and --bisect-max-minutes need "
-                         "--bisect (the option is off without it)")
     return {"enabled": bool(args.bisect), **budgets}
 
 
