@@ -1,13 +1,21 @@
 """Real HTTP servers on 127.0.0.1 (an ephemeral port, a thread each) for the tests that need a
-receiver: a webhook endpoint, an image a hostile page would make the browser fetch."""
+receiver: a webhook endpoint, an image a hostile page would make the browser fetch; and the
+tracker's own servers as a user starts them (``simulator_process``, ``wait_until_answers``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
 import threading
-from collections.abc import Sequence
+import urllib.request
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.waiting import wait_for
+from tracker.targets.launcher import find_free_port
 
 PIXEL = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000"
                       "010001000002024401003b")  # a 1x1 GIF
@@ -90,3 +98,42 @@ class CountingServer(LocalServer):
 
         super().__init__(Handler)
         self.url = self.address("/pixel.gif")
+
+
+def wait_until_answers(url: str, process: subprocess.Popen[bytes],
+                       timeout_s: float = 120.0) -> None:
+    """Until ``url`` answers 200; fails at once if ``process`` (the server) exits first."""
+
+    def answers() -> bool:
+        assert process.poll() is None, f"{process.args} exited with {process.returncode}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    wait_for(answers, timeout_s, f"{url} to answer", interval_s=0.2)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextlib.contextmanager
+def simulator_process(model: str, *flags: str) -> Iterator[str]:
+    """``python -m tracker.sim MODEL --port P [flags]`` as a user starts it: its URL once
+    /health answers; stopped when the block ends."""
+    port = find_free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tracker.sim", model, "--port", str(port),
+                                *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_answers(f"{url}/health", process)
+        yield url
+    finally:
+        stop_process(process)

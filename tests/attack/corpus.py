@@ -18,20 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.inputs.test_yamlfile import LAUGHS
 from tests.simconfigs import FAST_SIM
 
 FIXTURES = Path(__file__).resolve().parents[1] / "imports" / "fixtures"
-BOMB = """\
-a: &a ["x","x","x","x","x","x","x","x","x"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+BOMB = LAUGHS  # nine levels of nine aliases: 9**9 strings
 DEEP_YAML = "a: " + "[" * 5000 + "]" * 5000 + "\n"
 DEEP_BLOCK_YAML = "".join(f"{' ' * i}k{i}:\n" for i in range(5000)) + " " * 5000 + "k: 1\n"
 SUITE = """\

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.local_http import simulator_process, stop_process, wait_until_answers
 from tracker.cli.init_command import STARTER_FILES
 from tracker.cli.main import main
 from tracker.inputs.configs import load_config
@@ -22,6 +20,7 @@ from tracker.inputs.suites import load_suite
 from tracker.scheduling.schedules import load_schedules
 from tracker.store.db import DB_URL_ENV, open_store
 from tracker.store.runs import fetch_runs
+from tracker.targets.launcher import find_free_port
 
 EXPECTED = sorted([
     "baselines/batch-throughput.yaml", "baselines/chat-short.yaml",
@@ -116,35 +115,6 @@ def test_every_starter_file_is_shipped_with_the_package() -> None:
     assert all((starter.folder() / starter.source).is_file() for starter in STARTER_FILES)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_for(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{process.args} exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} did not answer in {timeout_s} s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def test_each_printed_next_step_exits_0_in_the_written_directory(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A new user's first day: every command `tracker init` prints, run as printed in DIR, exits
@@ -159,22 +129,16 @@ def test_each_printed_next_step_exits_0_in_the_written_directory(
     env = {key: value for key, value in os.environ.items() if key != DB_URL_ENV}
     attached = tmp_path / "configs/vllm-llama3-8b.yaml"
     model = load_config(attached).config.target.model
-    port = _free_port()  # the config's own port, 8000, may be taken on a shared host
-    attached.write_text(attached.read_text(encoding="utf-8").replace(
-        "http://127.0.0.1:8000", f"http://127.0.0.1:{port}"), encoding="utf-8")
-    stand_in = subprocess.Popen([sys.executable, "-m", "tracker.sim", model, "--port", str(port),
-                                 "--block-size", "16", "--max-model-len", "8192"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for(f"http://127.0.0.1:{port}/health", stand_in)
+    with simulator_process(model, "--block-size", "16", "--max-model-len", "8192") as url:
+        # a free port: the config's own, 8000, may be taken on a shared host
+        attached.write_text(attached.read_text(encoding="utf-8").replace(
+            "http://127.0.0.1:8000", url), encoding="utf-8")
         for step in steps[:-1]:
             args = shlex.split(step)[1:] + (["--quiet"] if args_take_quiet(step) else [])
             done = subprocess.run([sys.executable, "-m", "tracker", *args], cwd=tmp_path,
                                   env=env, capture_output=True, text=True, timeout=300,
                                   check=False)
             assert done.returncode == 0, (step, done.stdout[-2000:], done.stderr[-2000:])
-    finally:
-        _stop(stand_in)
     engine = open_store(f"sqlite:///{tmp_path / 'tracker.db'}")  # the default, in DIR
     try:
         with Session(engine) as session:
@@ -183,14 +147,14 @@ def test_each_printed_next_step_exits_0_in_the_written_directory(
         engine.dispose()
     assert (run.config_name, run.suite_name) == ("sim-default", "chat-short")
     assert run.status.value == "completed" and run.simulated and run.failed == 0
-    dashboard_port = _free_port()
+    dashboard_port = find_free_port()
     dashboard = subprocess.Popen([sys.executable, "-m", "tracker", *shlex.split(steps[-1])[1:],
                                   "--port", str(dashboard_port)], cwd=tmp_path, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for(f"http://127.0.0.1:{dashboard_port}/_stcore/health", dashboard)
+        wait_until_answers(f"http://127.0.0.1:{dashboard_port}/_stcore/health", dashboard)
     finally:
-        _stop(dashboard)
+        stop_process(dashboard)
 
 
 def args_take_quiet(step: str) -> bool:

@@ -5,17 +5,13 @@ and suite; another tool's file without ``--config`` is one error that says what 
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.local_http import simulator_process
 from tracker.cli.main import main
 from tracker.results import RunResult
 from tracker.store.db import open_store
@@ -39,34 +35,11 @@ workloads:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def sim_server() -> Iterator[str]:
     """``python -m tracker.sim`` on a free port, as a user starts it."""
-    port = _free_port()
-    process = subprocess.Popen([sys.executable, "-m", "tracker.sim", MODEL, "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, f"the simulator exited with {process.returncode}"
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                assert time.monotonic() < deadline, "the simulator did not answer in 120 s"
-                time.sleep(0.2)
+    with simulator_process(MODEL) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _stored(db: str, run_id: int) -> RunResult:

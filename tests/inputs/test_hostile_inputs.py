@@ -8,18 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.attack.corpus import SUITE
 from tracker.errors import ConfigError
 from tracker.inputs.suites import load_suite
-
-SUITE = """\
-name: s
-workloads:
-  - name: w
-    prompts: {prompts}
-    max_tokens: 8
-    {shape}
-    num_requests: 2
-"""
 
 
 def refused(tmp_path: Path, prompts: str, shape: str = "",
@@ -27,7 +18,7 @@ def refused(tmp_path: Path, prompts: str, shape: str = "",
     for name, text in (files or {}).items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     suite = tmp_path / "suite.yaml"
-    suite.write_text(SUITE.format(prompts=prompts, shape=shape), encoding="utf-8")
+    suite.write_text(SUITE.format(prompts=prompts, shape=shape, num=2), encoding="utf-8")
     started = time.perf_counter()
     with pytest.raises(ConfigError) as caught:
         load_suite(suite)
