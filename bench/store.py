@@ -6,8 +6,8 @@ For each backend it times the tracker's ``save_workload`` and ``fetch_run`` on a
 ``--records`` requests with ``--itl`` inter-chunk gaps each, and, in the same run, a reference:
 the same rows written with the bare driver's ``executemany`` into a plain table (the practical
 limit for this row shape). The ratio says what the ORM layer costs. "unredacted" is the same save
-with the store's redaction hook (every text written passes tracker.redaction) removed: the
-difference is what the redaction costs. Printed, never asserted.
+with the store's boundary hook (every value written is redacted and made storable,
+tracker.store.storable) removed: the difference is what the boundary costs. Printed, never asserted.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def time_tracker(url: str, workload: WorkloadResult, *, redact: bool = True
                  ) -> tuple[float, float]:
     engine = open_store(url)
     if not redact:  # what the one redaction of every stored text costs, measured by its absence
-        event.remove(engine, "before_cursor_execute", db._redact_parameters)
+        event.remove(engine, "before_cursor_execute", db._storable_parameters)
     try:
         config = build_loaded_config(ServingConfig(name="bench", target=Target(kind="sim",
                                                                                 model="m")), "-")
