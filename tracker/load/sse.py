@@ -76,23 +76,15 @@ def _cached_tokens(usage: dict[str, Any], before: int | None) -> int | None:
     return before
 
 
-def _content_of(choice: Any) -> bool:
-    if not isinstance(choice, dict):
-        return False
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        return any(delta.get(key) for key in _TEXT_KEYS)
-    return bool(choice.get("text"))
-
-
-def _texts_of(choice: Any) -> list[str]:
-    """The non-empty texts one choice of an event carries (answer and reasoning alike)."""
+def _values_of(choice: Any) -> list[Any]:
+    """What one choice of an event carries where content goes (answer and reasoning alike, or
+    a completion's text); a truthy one makes the choice a content chunk."""
     if not isinstance(choice, dict):
         return []
     delta = choice.get("delta")
-    values = [delta.get(key) for key in _TEXT_KEYS] if isinstance(delta, dict) \
-        else [choice.get("text")]
-    return [value for value in values if isinstance(value, str) and value]
+    if isinstance(delta, dict):
+        return [delta.get(key) for key in _TEXT_KEYS]
+    return [choice.get("text")]
 
 
 def join_received_text(parts: list[bytes | str]) -> str | None:
@@ -238,10 +230,11 @@ class StreamScanner:
         self._choices(choices, now)
 
     def _choices(self, choices: list[Any], now: float) -> None:
-        chunks = sum(1 for choice in choices if _content_of(choice))
-        if chunks:
-            self.chunk_times.extend([now] * chunks)
-            self.text_parts.extend(text for choice in choices for text in _texts_of(choice))
+        carried = [values for values in map(_values_of, choices) if any(values)]
+        if carried:
+            self.chunk_times.extend([now] * len(carried))
+            self.text_parts.extend(value for values in carried for value in values
+                                   if isinstance(value, str) and value)
 
 
 def _answer_part(choice: Any) -> str | None:
