@@ -66,6 +66,13 @@ def compute_log_statistic(values: Sequence[float], statistic: str) -> float | st
     return math.log(float(np.quantile(x, QUANTILES[statistic])))
 
 
+def resolves_statistic(statistic: str, values_per_run: float) -> bool:
+    """Whether a run of ``values_per_run`` values resolves ``statistic``: a median, a mean, one
+    value a run, or a quantile with at least one value beyond it (a p99 of 100 or more)."""
+    q = QUANTILES.get(statistic)
+    return q is None or values_per_run * (1.0 - q) >= 1.0
+
+
 def compute_sampling_variance(values: Sequence[float], statistic: str) -> float:
     """How much a run's log statistic varies from its requests alone, where the run cannot
     resolve its quantile (fewer than one value beyond it: the p99 of 16 or 32 requests): the
@@ -76,10 +83,10 @@ def compute_sampling_variance(values: Sequence[float], statistic: str) -> float:
     from their spread would bury real changes)."""
     x = np.asarray(values, dtype=float)
     n = len(x)
-    q = QUANTILES.get(statistic)
-    if q is None or n < MIN_VALUES or n * (1.0 - q) >= 1.0 or not np.all(np.isfinite(x)) \
+    if resolves_statistic(statistic, n) or n < MIN_VALUES or not np.all(np.isfinite(x)) \
             or float(x.min()) <= 0.0:
         return 0.0
+    q = QUANTILES[statistic]
     logs = np.sort(np.log(x))
     rank = min(max(math.floor(q * n + 0.5), 2), n - 1)
     edges = scipy_stats.beta.cdf(np.arange(n + 1) / n, rank - 1, n - rank)
@@ -92,8 +99,7 @@ def describe_run_statistic(statistic: str, values_per_run: int) -> str:
     """What a run's quantile is when the run is small: the p99 of 48 requests lies between
     its two largest values. It is the same statistic on both sides, and the runs' spread is its
     noise, so it is compared as it is; the report says what it is."""
-    q = QUANTILES.get(statistic)
-    if q is None or values_per_run * (1.0 - q) >= 1.0:
+    if resolves_statistic(statistic, values_per_run):
         return ""
     return (f" ({statistic} of about {values_per_run} values a run: near the run's largest "
             "value)")

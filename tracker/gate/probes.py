@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.analysis import Outcome, Verdict
-from tracker.analysis.noise import QUANTILES
+from tracker.analysis.noise import resolves_statistic
 from tracker.errors import ConfigError, MeasurementError, RunInterrupted, UsageError
 from tracker.gate.bisect import (
     BisectOutcome,
@@ -246,11 +246,11 @@ def is_resolved(row: GateRow) -> bool:
     """Whether each run resolves the row's statistic: a median, a mean, a run's one value, a
     p99 of at least 100 requests a run."""
     verdict = row.verdict
-    if verdict is None or verdict.statistic not in QUANTILES or verdict.base_runs < 1:
+    if verdict is None or verdict.base_runs < 1:
         return True
     per_run = min(verdict.base_count / verdict.base_runs,
                   verdict.head_count / max(verdict.head_runs, 1))
-    return per_run * (1.0 - QUANTILES[verdict.statistic]) >= 1.0
+    return resolves_statistic(verdict.statistic, per_run)
 
 
 def compute_severity(row: GateRow) -> float:
