@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine, exists, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -161,47 +160,40 @@ def reap_abandoned_runs(session: Session, now: datetime, reaped_by: str, *,
                             RunRequestModel.status == _RUNNING)  # the queue's reaper closes it
     rows = session.execute(
         select(RunModel.id, RunModel.owner_pid, RunModel.host, RunModel.lease_until,
-               RunModel.started_at, RunModel.suite_id)
-        .where(RunModel.status == _RUNNING, RunModel.owner_pid.is_not(None), ~queued)
+               RunModel.started_at, RunModel.suite_id, queued.label("queued"))
+        .where(RunModel.status == _RUNNING, RunModel.owner_pid.is_not(None))
         .order_by(RunModel.id)).all()
     reaped: list[ReapedRun] = []
-    running = [_Running(run_id, pid, run_host, lease, started_at, suite_id)
-               for run_id, pid, run_host, lease, started_at, suite_id in rows if pid is not None]
-    for row in running:
-        cause = _why_abandoned(row, now, host, is_alive, grace_s)
-        if cause is not None:
-            closed = _close_abandoned(session, row, cause, now, reaped_by)
-            if closed is not None:
-                reaped.append(closed)
-    return reaped + _reap_dead_workers_runs(session, now, reaped_by, host, is_alive, queued)
-
-
-def _reap_dead_workers_runs(session: Session, now: datetime, reaped_by: str, host: str,
-                            is_alive: Callable[[int], bool], queued: Any) -> list[ReapedRun]:
-    """The runs of queued requests whose worker's PID is gone on this host: the request requeued
-    or failed, the run closed (a lease that ran out is the queue's reaper's to judge)."""
-    rows = session.execute(
-        select(RunModel.id, RunModel.owner_pid, RunModel.host, RunModel.lease_until,
-               RunModel.started_at, RunModel.suite_id)
-        .where(RunModel.status == _RUNNING, RunModel.owner_pid.is_not(None), RunModel.host == host,
-               queued)
-        .order_by(RunModel.id)).all()
-    reaped: list[ReapedRun] = []
-    for run_id, pid, run_host, lease, started_at, suite_id in rows:
-        if pid is None or is_alive(pid):
+    for run_id, pid, run_host, lease, started_at, suite_id, in_queue in rows:
+        if pid is None:
             continue
         row = _Running(run_id, pid, run_host, lease, started_at, suite_id)
-        cause = f"the worker running it (pid {pid} on host {run_host}) stopped without finishing " \
-                "(killed?)"
-        outcome = requeue_dead_workers_request(session, run_id, cause, now)
-        if outcome is None:
-            continue
-        closed = _close_abandoned(session, row, cause + ("; its request requeued" if outcome
-                                                          else "; its request failed"),
-                                  now, reaped_by)
+        closed = (_reap_dead_workers_run(session, row, now, reaped_by, host, is_alive) if in_queue
+                  else _reap_owned_run(session, row, now, reaped_by, host, is_alive, grace_s))
         if closed is not None:
             reaped.append(closed)
     return reaped
+
+
+def _reap_owned_run(session: Session, row: _Running, now: datetime, reaped_by: str, host: str,
+                    is_alive: Callable[[int], bool], grace_s: float) -> ReapedRun | None:
+    cause = _why_abandoned(row, now, host, is_alive, grace_s)
+    return None if cause is None else _close_abandoned(session, row, cause, now, reaped_by)
+
+
+def _reap_dead_workers_run(session: Session, row: _Running, now: datetime, reaped_by: str,
+                           host: str, is_alive: Callable[[int], bool]) -> ReapedRun | None:
+    """A queued request's run whose worker's PID is gone on this host: the request requeued or
+    failed, the run closed (a lease that ran out is the queue's reaper's to judge)."""
+    if row.host != host or is_alive(row.owner_pid):
+        return None
+    cause = (f"the worker running it (pid {row.owner_pid} on host {row.host}) stopped without "
+             "finishing (killed?)")
+    outcome = requeue_dead_workers_request(session, row.id, cause, now)
+    if outcome is None:
+        return None
+    return _close_abandoned(session, row, cause + ("; its request requeued" if outcome
+                                                    else "; its request failed"), now, reaped_by)
 
 
 def _why_abandoned(row: _Running, now: datetime, host: str, is_alive: Callable[[int], bool],
