@@ -5,12 +5,14 @@ holds it."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from tracker.analysis import Outcome
 from tracker.analysis.family import compute_holm_adjusted
+from tracker.analysis.policy import Look, RowEvidence
 from tracker.analysis.sequential import (
     RowStatus,
     RunNoisePrior,
@@ -218,18 +220,34 @@ def _prior_for(seed: int, rows: list[SequentialRow]) -> dict[str, RunNoisePrior]
     return priors
 
 
-def test_with_a_prior_a_clear_regression_is_decided_after_one_round() -> None:
+def test_with_a_prior_a_clear_regression_is_looked_at_after_one_round_and_confirmed_by_the_next(
+        ) -> None:
     rng = np.random.default_rng(3)
     gate = SequentialGate([MEDIAN, THROUGHPUT], max_rounds=6,
                           prior=_prior_for(3, [MEDIAN, THROUGHPUT]))
     state = gate.observe(_round(rng, 0.30))
-    assert state.regressed == (THROUGHPUT.key,)  # decided after one round, with the prior
-    # the median's +30 % is large and undecided: the gate plays on to explain it too
-    assert not state.decided and state.holding == (MEDIAN.key,)
+    # the prior gives a look after one round, but one look alone never fails the gate
+    assert state.regressed == () and not state.decided
+    assert state.rows[1].verdict.ci is not None and state.rows[1].verdict.ci[1] < 0
     state = gate.observe(_round(rng, 0.30))
     assert state.decided and state.rounds == 2 and state.regressed == (MEDIAN.key, THROUGHPUT.key)
     assert "pooled with 10 earlier runs" in state.rows[0].verdict.method
     assert "looks 1..6" in state.rows[0].verdict.method
+
+
+def test_one_look_that_shows_a_regression_fails_only_once_the_next_look_shows_it_too() -> None:
+    first = RowEvidence(key=MEDIAN.key, statistic="median", lower_is_better=True,
+                        min_effect=0.0, looks=(Look(diff=0.3, se=0.01, df=10),),
+                        max_rounds=6, prior_df=10)
+    assert first.compute_p_worse() == 1.0  # alone, not at the last round
+    confirmed = replace(first, looks=(*first.looks, Look(diff=0.3, se=0.01, df=12)))
+    assert confirmed.compute_p_worse() < 1e-6
+    undone = replace(first, looks=(*first.looks, Look(diff=0.0, se=0.01, df=12)))
+    assert undone.compute_p_worse() > 0.4  # the next look did not show it: no regression
+    last = replace(first, max_rounds=1)
+    assert last.compute_p_worse() < 1e-6  # the last round's look stands alone
+    fixed = replace(first, max_rounds=None)
+    assert fixed.compute_p_worse() == first.looks[0].compute_p_worse()
 
 
 def test_a_prior_needs_three_runs_whose_statistic_can_be_had() -> None:

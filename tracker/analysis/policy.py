@@ -34,6 +34,7 @@ from the null law of repeated looks (``tracker.analysis.sequential_null``). Pure
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -206,8 +207,17 @@ class RowEvidence:
         return math.log1p(self.min_effect)
 
     def compute_p_worse(self, *, with_bias: bool = True) -> float:
-        smallest = min(look.compute_p_worse(with_bias=with_bias) for look in self.looks)
-        return self._calibrated(smallest)
+        """Sequential: a look shows a regression only once the next look shows it too (the
+        larger p of two looks in a row), or alone at the last round, so one unlucky round on a
+        busy host never fails the gate by itself. Each such p is at least its look's own, so
+        the calibration of the smallest look stays valid (it only grows more careful)."""
+        ps = [look.compute_p_worse(with_bias=with_bias) for look in self.looks]
+        if self.max_rounds is None:
+            return min(ps)
+        confirmed = [max(pair) for pair in itertools.pairwise(ps)]
+        if len(ps) >= self.max_rounds - (0 if self.prior_df else 1):
+            confirmed.append(ps[-1])
+        return self._calibrated(min(confirmed, default=1.0))
 
     def compute_p_better(self, *, with_bias: bool = True) -> float:
         smallest = min(look.compute_p_better(with_bias=with_bias) for look in self.looks)

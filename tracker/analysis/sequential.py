@@ -17,7 +17,10 @@ p-value however many looks were taken (Pocock's repeated significance test, on t
 
 - *regression*: Holm over the family's sequential p-values spends one ``alpha`` for the whole
   gate. A row is regressed once Holm rejects it and the estimate is at least its
-  ``min_effect``.
+  ``min_effect``. A look counts only once the next look shows the regression too (or alone, at
+  the last round): on a busy host one burst of load can sit on both head runs of a round and on
+  neither base run, and the next round's fresh runs are what tells a burst from a change
+  (``RowEvidence.compute_p_worse``).
 - *no regression*: the confidence sequence (each look's t interval at the per-look level that
   keeps the whole sequence at the row's level in the family, intersected over the looks) lies
   below ``min_effect``: a regression that matters is ruled out.
@@ -25,7 +28,8 @@ p-value however many looks were taken (Pocock's repeated significance test, on t
 Both decisions are final. A row that has neither is *futile* while its conditional power (the
 chance that the last look shows a regression if the trend so far holds) is under 20 %: a
 futility stop only gives up looks, so it never adds a false alarm. Nothing is decided before
-the second round (one round has no spread) unless a prior gives the noise. The gate is decided
+the second round (one round has no spread) unless a prior gives the noise, and no regression
+before the look after the first that shows it. The gate is decided
 once a row regressed and no row with a large observed effect (at least ``LARGE_EFFECT`` times its
 minimum effect, the worse way) is still undecided, so the report explains the headline change
 and not only the first one decided; or once every row that can be judged has ruled one out or is
