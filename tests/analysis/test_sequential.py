@@ -230,7 +230,11 @@ def test_with_a_prior_a_clear_regression_is_looked_at_after_one_round_and_confir
     assert state.regressed == () and not state.decided
     assert state.rows[1].verdict.ci is not None and state.rows[1].verdict.ci[1] < 0
     state = gate.observe(_round(rng, 0.30))
-    assert state.decided and state.rounds == 2 and state.regressed == (MEDIAN.key, THROUGHPUT.key)
+    assert state.regressed == (THROUGHPUT.key,)  # confirmed by the second round's look
+    # the median's +30 % is large and undecided: the gate plays on to explain it too
+    assert not state.decided and state.holding == (MEDIAN.key,)
+    state = gate.observe(_round(rng, 0.30))
+    assert state.decided and state.rounds == 3 and state.regressed == (MEDIAN.key, THROUGHPUT.key)
     assert "pooled with 10 earlier runs" in state.rows[0].verdict.method
     assert "looks 1..6" in state.rows[0].verdict.method
 
@@ -241,11 +245,11 @@ def test_one_look_that_shows_a_regression_fails_only_once_the_next_look_shows_it
                         max_rounds=6, prior_df=10)
     assert first.compute_p_worse() == 1.0  # alone, not at the last round
     confirmed = replace(first, looks=(*first.looks, Look(diff=0.3, se=0.01, df=12)))
-    assert confirmed.compute_p_worse() < 1e-6
+    assert confirmed.compute_p_worse() < 1e-4
     undone = replace(first, looks=(*first.looks, Look(diff=0.0, se=0.01, df=12)))
     assert undone.compute_p_worse() > 0.4  # the next look did not show it: no regression
     last = replace(first, max_rounds=1)
-    assert last.compute_p_worse() < 1e-6  # the last round's look stands alone
+    assert last.compute_p_worse() < 1e-4  # the last round's look stands alone
     fixed = replace(first, max_rounds=None)
     assert fixed.compute_p_worse() == first.looks[0].compute_p_worse()
 
