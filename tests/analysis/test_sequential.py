@@ -266,3 +266,19 @@ def test_a_prior_for_a_row_not_in_the_family_or_with_no_df_is_refused() -> None:
         SequentialGate([MEDIAN], prior={"other": RunNoisePrior(0.01, 4)})
     with pytest.raises(ValueError, match="df >= 1"):
         RunNoisePrior(0.01, 0)
+
+
+def test_runs_that_agree_exactly_rule_nothing_out_and_do_not_hide_a_later_drop() -> None:
+    # a capacity read off a ladder: two rounds of 16 req/s on both sides show no noise at all,
+    # which is no evidence that a change is ruled out; the head's later drop to 4 is still seen
+    capacity = SequentialRow("ladder/capacity_at_slo_req_per_s", "mean", False, 0.05)
+    gate = SequentialGate([capacity], max_rounds=6)
+    for _ in range(2):
+        state = gate.observe({capacity.key: ([16.0], [16.0])})
+    assert state.rows[0].status is RowStatus.UNDECIDED and not state.decided
+    for head in (4.0, 4.0, 4.0):
+        state = gate.observe({capacity.key: ([16.0], [head])})
+    verdict = state.rows[0].verdict
+    assert verdict.ci is not None and verdict.ci[0] < verdict.ci[1]  # a real interval
+    assert verdict.rel_change is not None and verdict.rel_change < -0.3
+    assert "-0.0%" not in verdict.reason

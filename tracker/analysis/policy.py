@@ -44,11 +44,11 @@ from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
 from tracker.analysis.noise import (
-    QUANTILES,
     RunNoisePrior,
     compute_log_statistic,
     compute_pooled_variance,
     compute_sampling_variance,
+    compute_statistic,
     describe_run_statistic,
 )
 from tracker.analysis.sequential_null import compute_look_level, compute_sequential_p
@@ -229,7 +229,8 @@ class RowEvidence:
         per_look = level if self.max_rounds is None else compute_look_level(
             self.max_rounds, level, self.prior_df)
         low, high = -math.inf, math.inf
-        for look in self.looks:
+        spread = [look for look in self.looks if look.se > 0.0]
+        for look in spread or self.looks:  # a look of runs that agree exactly bounds nothing
             end_low, end_high = look.compute_bounds(per_look)
             low, high = max(low, end_low), min(high, end_high)
         return low, high
@@ -326,11 +327,7 @@ def _widened_request_look(base: Sequence[RunSample], head: Sequence[RunSample], 
 
 def compute_pooled_statistic(values: Sequence[float], statistic: str) -> float | None:
     """The statistic of all values pooled (what the report shows beside the change)."""
-    if not values:
-        return None
-    if statistic == "mean":
-        return float(np.mean(values))
-    return float(np.quantile(values, QUANTILES[statistic]))
+    return compute_statistic(values, statistic) if values else None
 
 
 # --- the family: one budget, consistent intervals -------------------------------------------------
@@ -507,7 +504,7 @@ def _runs_needed(row: RowEvidence, interval: tuple[float, float]) -> int | None:
 
 def _reason(row: RowEvidence, outcome: Outcome, why: str, interval: tuple[float, float],
             family: _RowFamily, timing_limited: bool) -> str:
-    rel, low, high = (_relative(row, v) for v in (row.estimate, *interval))
+    rel, low, high = (_relative(row, v) + 0.0 for v in (row.estimate, *interval))  # no -0.0
     low, high = sorted((low, high))
     text = (f"{rel:+.1%} [{low:+.1%}, {high:+.1%}] at {_percent(1.0 - family.level)} (the row's "
             f"level in a family at {_percent(1.0 - family.alpha)}), Holm-adjusted p(worse)="

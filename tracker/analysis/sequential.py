@@ -280,6 +280,8 @@ class SequentialGate:
             level = min(worse.levels[k], better.levels[k])
             if worse.rejected[k] and look.diff - look.bias_worse >= found.threshold:
                 track.status, track.decided_round = RowStatus.REGRESSED, self._rounds
+            elif look.se == 0.0:
+                continue  # runs that agree exactly (a capacity on a ladder): no noise seen yet
             elif found.compute_interval(level)[1] < found.threshold:
                 track.status, track.decided_round = RowStatus.NO_REGRESSION, self._rounds
             else:
