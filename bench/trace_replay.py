@@ -44,6 +44,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -57,7 +59,6 @@ from tracker.inputs.traces import build_trace_traffic  # noqa: E402
 from tracker.load.bodies import build_request_specs  # noqa: E402
 from tracker.load.generator import Endpoint, LoadGenerator, LoadOutcome  # noqa: E402
 from tracker.load.phases import WorkloadPhases, build_plan  # noqa: E402
-from tracker.results import compute_percentile  # noqa: E402
 from tracker.sim import ThreadedSimServer  # noqa: E402
 
 SEED = 20251201
@@ -214,8 +215,8 @@ class Lateness:
     def row(self) -> list[str]:
         late = sorted(self.late_s)
         waited = "n/a" if self.cpu_wait_s is None else f"{self.cpu_wait_s * 1000:.0f}"
-        return [self.what, f"{len(late)}", _ms(compute_percentile(late, 50)),
-                _ms(compute_percentile(late, 99)), _ms(late[-1]),
+        return [self.what, f"{len(late)}", _ms(float(np.percentile(late, 50))),
+                _ms(float(np.percentile(late, 99))), _ms(late[-1]),
                 f"{_rate(self.sent_s):.1f}", f"{_rate(self.planned_s):.1f}", waited]
 
 
@@ -329,7 +330,7 @@ def report_lateness(results: list[Lateness], rate_per_s: float) -> None:
                  "waited for CPU (ms)"],
                 [r.row() for r in sorted(results, key=lambda r: r.what)])
     for what in [v for v, _ in VARIANTS] + [FLOOR]:
-        p99s = sorted(compute_percentile(sorted(r.late_s), 99) for r in results
+        p99s = sorted(float(np.percentile(r.late_s, 99)) for r in results
                       if r.what.startswith(what + " #"))
         p99 = statistics.median(p99s)
         verdict = "met" if p99 <= LATENESS_GOAL_S else "MISSED"

@@ -89,8 +89,8 @@ def test_a_forty_item_set_cannot_see_five_points_and_says_so() -> None:
 
 
 def test_the_newcombe_interval_contains_the_estimate_and_narrows_with_more_items() -> None:
-    small = compute_newcombe_interval(PairedTable(80, 10, 4, 6), 1.959964)
-    large = compute_newcombe_interval(PairedTable(800, 100, 40, 60), 1.959964)
+    small = compute_newcombe_interval(PairedTable(80, 10, 4, 6), 0.975)
+    large = compute_newcombe_interval(PairedTable(800, 100, 40, 60), 0.975)
     assert small[0] < -0.06 < small[1] and large[0] < -0.06 < large[1]
     assert large[1] - large[0] < (small[1] - small[0]) / 2.5
 
@@ -103,7 +103,7 @@ def test_the_newcombe_interval_covers_the_true_difference_as_stated() -> None:
         cells = [0, 0, 0, 0]
         for _ in range(200):
             cells[rng.choices(range(4), probabilities)[0]] += 1
-        low, high = compute_newcombe_interval(PairedTable(*cells), 1.959964)
+        low, high = compute_newcombe_interval(PairedTable(*cells), 0.975)
         covered += low <= -0.04 <= high
     assert 0.93 <= covered / trials <= 0.975  # a 95 % interval, a little conservative
 

@@ -18,10 +18,15 @@ from tracker.dashboard.trend_series import shape_trend
 from tracker.inputs.configs import EngineArgs, ServingConfig, Target, build_loaded_config
 from tracker.inputs.suites import FixedPrompt, Suite, Workload, build_loaded_suite
 from tracker.load.summary import compute_workload_summary
-from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
+from tracker.results import (
+    RequestRecord,
+    RunStatus,
+    TokenSource,
+    WorkloadResult,
+    compute_run_source,
+)
 from tracker.store import queries
 from tracker.store.db import open_store
-from tracker.store.imported_runs import fetch_import_source
 from tracker.store.models import RunModel
 from tracker.store.regressions import SeriesKey, fetch_metric_series
 from tracker.store.runs import (
@@ -82,7 +87,8 @@ def test_aiperf_summary_and_records_are_stored(sqlite_url: str, tmp_path: Path) 
             run = fetch_run(session, 1)
     finally:
         engine.dispose()
-    assert fetch_import_source(run.environment) == "aiperf 0.13.0"
+    assert compute_run_source(run.environment) == "aiperf"
+    assert run.environment["import"]["tool_version"] == "0.13.0"
     assert len(run.workloads[0].records) == 24 and run.status is RunStatus.COMPLETED
 
 
@@ -155,7 +161,7 @@ def test_the_trend_query_mixes_native_and_imported_runs_with_the_source(
         with Session(engine) as session:
             trend = queries.fetch_trend(session, "ttft_median_s", configs=["llama-8b"],
                                         suites=["chat"], workloads=["c4"])
-            sources = [fetch_import_source(fetch_run(session, int(i)).environment)
+            sources = [compute_run_source(fetch_run(session, int(i)).environment)
                        for i in trend["run_id"]]
             watched = fetch_metric_series(session, SeriesKey("llama-8b", "chat", "c4",
                                                              "ttft_median_s"))
@@ -229,7 +235,8 @@ def test_an_llmd_report_becomes_one_run_naming_its_inner_tool(
     summary = run.workloads[0].summary
     assert summary.ttft is not None and summary.ttft.p99_s == pytest.approx(ttft["p99"] / 1000,
                                                                             abs=1e-9)
-    assert fetch_import_source(run.environment) == "llmd vllm-benchmark 0.11.0"
+    assert (compute_run_source(run.environment), run.environment["import"]["tool_version"]) == (
+        "llmd", "vllm-benchmark 0.11.0")
 
 
 @pytest.mark.parametrize("text", [

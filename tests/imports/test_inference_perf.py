@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from tracker.cli.main import main
 from tracker.imports import ImportFormatError, load_imported, sniff_format
 from tracker.imports.source import read_source
+from tracker.results import compute_run_source
 from tracker.store.db import open_store
-from tracker.store.imported_runs import fetch_import_source
 from tracker.store.models import RunModel
 from tracker.store.runs import fetch_run
 
@@ -166,7 +166,7 @@ def test_the_import_command_stores_the_stage_once(sqlite_url: str, tmp_path: Pat
     finally:
         engine.dispose()
     assert _runs(sqlite_url) == 1 and len(run.workloads[0].records) == 24
-    assert fetch_import_source(run.environment) == "inference-perf"
+    assert compute_run_source(run.environment) == "inference-perf"
     assert run.suite.name == "imported-inference-perf"
 
 

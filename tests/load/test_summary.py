@@ -12,7 +12,7 @@ from tracker.load.summary import (
     compute_workload_summary,
 )
 from tracker.metrics import REGISTRY, Direction, compute_summary_metrics
-from tracker.results import RequestRecord, TokenSource, compute_latency_stats, compute_percentile
+from tracker.results import RequestRecord, TokenSource, compute_latency_stats
 
 
 def ok(index: int, ttft: float, e2el: float, out: int, itl: tuple[float, ...] = (),
@@ -24,12 +24,12 @@ def failed(index: int) -> RequestRecord:
     return RequestRecord(index, 0.0, None, None, (), None, None, None, None, "http_500", "boom")
 
 
-def test_percentile_interpolates_linearly_like_numpy() -> None:
-    data = [1.0, 2.0, 3.0, 4.0]
-    assert compute_percentile(data, 50) == 2.5
-    assert compute_percentile(data, 90) == pytest.approx(3.7)
-    assert compute_percentile(data, 99) == pytest.approx(3.97)
-    assert compute_percentile([5.0], 99) == 5.0
+def test_latency_percentiles_interpolate_linearly() -> None:
+    stats = compute_latency_stats([4.0, 2.0, 1.0, 3.0])
+    assert stats is not None
+    assert (stats.median_s, stats.p90_s, stats.p99_s) == pytest.approx((2.5, 3.7, 3.97))
+    one = compute_latency_stats([5.0])
+    assert one is not None and one.p99_s == 5.0
 
 
 def test_latency_stats_use_population_std() -> None:

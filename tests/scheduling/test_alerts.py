@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tests.local_http import WebhookReceiver
@@ -26,7 +26,7 @@ from tracker.scheduling.alerts import (
 )
 from tracker.scheduling.queueing import enqueue_schedule
 from tracker.scheduling.worker import Worker, WorkerSettings
-from tracker.store.alert_deliveries import fetch_alert_deliveries
+from tracker.store.models_scheduling import AlertDeliveryModel
 from tracker.store.run_queue import RequestStatus
 from tracker.store.runs import fetch_run
 from tracker.targets.launcher import find_free_port
@@ -73,7 +73,7 @@ def test_one_injected_regression_sends_one_alert(engine: Engine, files: dict[str
     assert f"http://127.0.0.1:8501/?run={run.run_id}" in text
     assert receiver.bodies[0]["blocks"][0]["text"]["text"] == text
     with Session(engine) as session:
-        (delivery,) = fetch_alert_deliveries(session, run.run_id)
+        delivery = session.scalars(select(AlertDeliveryModel).filter_by(run_id=run.run_id)).one()
     assert (delivery.status, delivery.attempts, delivery.http_status) == ("sent", 1, 200)
     assert "secret" not in delivery.destination and delivery.destination.startswith("http://127")
 
@@ -83,7 +83,7 @@ def test_a_dead_receiver_does_not_break_the_run(engine: Engine, files: dict[str,
     run = _run_one_request(engine, files, webhook)
     assert run.status is RunStatus.COMPLETED
     with Session(engine) as session:
-        (delivery,) = fetch_alert_deliveries(session, run.run_id)
+        delivery = session.scalars(select(AlertDeliveryModel).filter_by(run_id=run.run_id)).one()
     assert delivery.status == "failed" and delivery.attempts == 3
     assert delivery.error is not None and "Connect" in delivery.error
     assert delivery.payload["alert"]["metric"] == "ttft_p99_s"

@@ -219,7 +219,7 @@ def test_fetch_runs_lists_newest_first_with_request_totals(store: Engine) -> Non
     assert (listing[1].workloads, listing[1].completed, listing[1].failed) == (0, 0, 0)
     assert top.status is RunStatus.RUNNING and top.simulated
     assert (top.config_name, top.suite_name) == ("sim-small", "smoke")
-    assert top.config_short_version == _config().version[:12]
+    assert top.config_version == _config().version
     assert top.started_at == T0 + timedelta(hours=1) and top.ended_at is None
 
 

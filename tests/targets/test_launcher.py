@@ -20,8 +20,11 @@ import yaml
 
 from tests.waiting import wait_for
 from tracker.errors import ConfigError, MeasurementError
-from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
-from tracker.jobs.execute import execute_run
+from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config, load_config
+from tracker.inputs.suites import load_suite
+from tracker.jobs.execute import execute_suite
+from tracker.results import RunResult
+from tracker.store.db import open_store
 from tracker.targets.launcher import build_command, is_group_alive, launch_server
 from tracker.targets.resolve import open_target
 from tracker.targets.supervisor import PidRecord, process_start_ticks, write_pid_file
@@ -41,6 +44,16 @@ def make_loaded(engine: dict[str, Any] | None = None, **launch: Any) -> LoadedCo
                    "enable_prefix_caching": True, "extra_args": FAST, **(engine or {})},
     }
     return build_loaded_config(ServingConfig.model_validate(body), "launched-sim.yaml")
+
+
+def run_suite(config: Path, suite: Path, tmp_path: Path) -> RunResult:
+    """``tracker run``'s path: the files loaded, then one run into a SQLite file under tmp_path."""
+    loaded, suite_loaded = load_config(config), load_suite(suite)
+    engine = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    try:
+        return execute_suite(engine, loaded, suite_loaded)
+    finally:
+        engine.dispose()
 
 
 def sim_pid(log_path: Path) -> int:
@@ -101,7 +114,7 @@ def test_a_run_on_a_launched_server_links_its_log_and_leaves_no_process(
     suite.write_text("name: tiny\nworkloads:\n  - name: chat\n    prompts: {source: synthetic, "
                      "input_tokens: 32, system_prompt_tokens: 32}\n    max_tokens: 8\n"
                      "    ignore_eos: true\n    concurrency: 4\n    num_requests: 12\n")
-    run = execute_run(config, suite, f"sqlite:///{tmp_path / 'runs.db'}")
+    run = run_suite(config, suite, tmp_path)
     assert run.status.value == "completed"
     assert run.workloads[0].summary.completed == 12
     launch = run.environment["launch"]

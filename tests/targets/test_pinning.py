@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.targets.test_launcher import SIM_COMMAND, make_loaded
+from tests.targets.test_launcher import SIM_COMMAND, make_loaded, run_suite
 from tracker.errors import ConfigError
 from tracker.inputs.configs import load_config
-from tracker.jobs.execute import execute_run
 from tracker.load.workers import _pin
 from tracker.targets.launcher import is_group_alive, launch_server
 from tracker.targets.pinning import (
@@ -186,7 +185,7 @@ def test_a_pinned_run_with_worker_processes_completes_and_records_the_cpus(tmp_p
     suite.write_text("name: tiny\nworkers: 2\nworkloads:\n  - name: chat\n    prompts: {source: "
                      "synthetic, input_tokens: 32}\n    max_tokens: 8\n    ignore_eos: true\n"
                      "    concurrency: 4\n    num_requests: 16\n")
-    run = execute_run(config, suite, f"sqlite:///{tmp_path / 'runs.db'}")
+    run = run_suite(config, suite, tmp_path)
     assert run.status.value == "completed" and run.workloads[0].summary.completed == 16
     launch = run.environment["launch"]
     assert (launch["cpus"], launch["client_cpus"]) == ([USABLE[0]], USABLE[1:])
@@ -202,5 +201,5 @@ def test_a_run_pinned_to_a_cpu_the_host_lacks_fails_before_anything_starts(
     suite.write_text("name: tiny\nworkloads:\n  - name: chat\n    prompts: {source: synthetic, "
                      "input_tokens: 8}\n    max_tokens: 4\n    concurrency: 1\n    num_requests: 1\n")
     with pytest.raises(ConfigError, match=r"target.launch.cpus: CPU 4096 is not a CPU of this host"):
-        execute_run(config, suite, f"sqlite:///{tmp_path / 'runs.db'}")
+        run_suite(config, suite, tmp_path)
     assert not log_dir.exists()  # no server was started

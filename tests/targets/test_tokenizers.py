@@ -23,7 +23,6 @@ from tracker.sim import SimServer
 from tracker.targets.exact_prompts import (
     adapt_suite_traffic,
     adapt_traffic,
-    build_exact_traffic,
     fit_text,
 )
 from tracker.targets.tokenizers import (
@@ -192,8 +191,9 @@ def test_the_tokenizer_key_changes_the_config_version() -> None:
 
 async def test_the_simulator_tokenizes_in_words_so_the_suite_sends_its_own_bytes() -> None:
     suite = chat_short()
-    async with SimServer(make_config()) as server:
-        adapted = await build_exact_traffic(suite, Endpoint(server.base_url + "/v1"), MODEL)
+    async with (SimServer(make_config()) as server,
+                open_tokenizer(Endpoint(server.base_url + "/v1"), MODEL) as tokenizer):
+        adapted = await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)
     assert (adapted.tokenizer, adapted.special_tokens) == ("vllm /tokenize", 0)
     assert adapted.fallback is None
     assert adapted.prompts_digest == suite.prompts_digest  # same bytes as the word prompts

@@ -1,6 +1,6 @@
 """The tracker's judgement: statistics, run-vs-run verdicts, change points. Pure: no I/O.
 
-Public API (documented in docs/gate.md):
+Public API (documented in docs/analysis.md and docs/changepoints.md):
 
 - ``compare_samples(base, head, metric) -> Verdict`` (a ``tracker.metrics`` metric: its direction)
 - ``judge_family(verdicts, alpha=0.05) -> FamilyJudgement`` (one false-alarm budget per gate: Holm)

@@ -41,10 +41,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from tracker.analysis.exceedances import tail_shift_test
+from tracker.analysis.noise import QUANTILES, STATISTICS, compute_statistic
 from tracker.analysis.stats import (
     Runs,
     ShiftTest,
-    compute_quantile,
     mean_ratio_test,
     score_rank_test,
     student_t_one_sided,
@@ -60,8 +60,6 @@ class Outcome(StrEnum):
     INCONCLUSIVE = "inconclusive"
 
 
-QUANTILES: dict[str, float] = {"median": 0.5, "p90": 0.9, "p99": 0.99}
-STATISTICS = (*QUANTILES, "mean")
 DEFAULT_MIN_EFFECT: dict[str, float] = {"median": 0.02, "mean": 0.02, "p90": 0.03, "p99": 0.05}
 MIN_SAMPLES_MEDIAN = 8
 TAIL_SAMPLES = 5  # a quantile q needs about this many values beyond it: n >= 5 / (1 - q)
@@ -229,17 +227,11 @@ def _estimate(request: _Request) -> _Estimate | None:
     return _t_over_runs(request)
 
 
-def _run_statistic(run: list[float], statistic: str) -> float:
-    if statistic == "mean":
-        return sum(run) / len(run)
-    return compute_quantile(sorted(run), QUANTILES[statistic])
-
-
 def _t_over_runs(request: _Request) -> _Estimate | None:
     """Student's t on the runs' statistics (pooled variance, df = runs - 2): the runs are the
     replicates, so run-to-run drift counts as noise and few runs mean a wide interval."""
-    base = [_run_statistic(run, request.statistic) for run in request.base]
-    head = [_run_statistic(run, request.statistic) for run in request.head]
+    base = [compute_statistic(run, request.statistic) for run in request.base]
+    head = [compute_statistic(run, request.statistic) for run in request.head]
     log = all(v > 0.0 for v in (*base, *head))
     base_mean = sum(base) / len(base)
     if not log and base_mean == 0.0:
@@ -371,9 +363,5 @@ def _verdict(request: _Request, estimate: _Estimate | None, outcome: Outcome, re
 
 
 def _pooled(runs: Runs, statistic: str) -> float | None:
-    values = sorted(v for run in runs for v in run)
-    if not values:
-        return None
-    if statistic == "mean":
-        return sum(values) / len(values)
-    return compute_quantile(values, QUANTILES[statistic])
+    values = [v for run in runs for v in run]
+    return compute_statistic(values, statistic) if values else None

@@ -47,11 +47,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from tracker.analysis.stats import (
     FloatArray,
     ShiftTest,
-    normal_ppf,
     quantile_shift_test,
     student_t_one_sided,
 )
@@ -139,11 +139,11 @@ def tail_shift_test(x: Sequence[float], y: Sequence[float], q: float,
         return estimate
     t, df = test
     p_up, p_down = student_t_one_sided(t, df)
-    z = -normal_ppf(p_up) if 0.0 < p_up < 1.0 else t  # on the normal scale, for the interval
+    z = -float(scipy_stats.norm.ppf(p_up)) if 0.0 < p_up < 1.0 else t  # on the normal scale, for the interval
     shift = estimate.shift
     # the test-based error (Miettinen), or the estimate's own interval where the two disagree
     agree = shift * z > 0.0 and abs(z) >= 0.5
-    half = normal_ppf(confidence) * shift / z if agree else estimate.high - shift
+    half = float(scipy_stats.norm.ppf(confidence)) * shift / z if agree else estimate.high - shift
     top = max(*SPREAD_MULTIPLES, *COUNT_MULTIPLES) * (1.0 - q)
     return ShiftTest(shift, shift - half, shift + half, p_up, p_down,
                      f"exceedance test over the pooled top {top:.0%} + harrell-davis quantiles")

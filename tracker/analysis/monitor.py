@@ -39,7 +39,6 @@ from tracker.analysis.changepoints import (
     ChangePoint,
     detect_change_points,
 )
-from tracker.analysis.stats import compute_median
 
 DEFAULT_WINDOW = 120
 DEFAULT_TOLERANCE = 3
@@ -80,11 +79,6 @@ class ChangeMonitor:
     @property
     def values(self) -> tuple[float | None, ...]:
         return tuple(self._values)
-
-    @property
-    def alerted(self) -> tuple[ChangePoint, ...]:
-        """Every change point alerted so far, in the order they were alerted."""
-        return tuple(self._alerted)
 
     def observe(self, value: float | None) -> list[ChangePoint]:
         """Add one night's value (``None``: not measured); return the change points that are new.
@@ -136,5 +130,5 @@ class ChangeMonitor:
     def _persists(self, point: ChangePoint) -> bool:
         """The latest nights sit nearer the new level than the old (the change did not revert)."""
         recent = [v for v in self._values[point.index:] if v is not None][-self.confirm:]
-        latest = compute_median(recent)
+        latest = float(np.median(recent))
         return abs(latest - point.after) < abs(latest - point.before)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from tracker.analysis.sequential_null import GUARD_ROUNDS
@@ -59,11 +60,17 @@ def compute_log_statistic(values: Sequence[float], statistic: str) -> float | st
         return "values must be finite and > 0 for a ratio"
     if n == 1:
         return math.log(float(x[0]))  # a value measured once per run
-    if statistic == "mean":
-        return math.log(float(x.mean()))
-    if n < MIN_VALUES:
+    if statistic != "mean" and n < MIN_VALUES:
         return f"{statistic} needs >= {MIN_VALUES} values per run (got {n})"
-    return math.log(float(np.quantile(x, QUANTILES[statistic])))
+    return math.log(compute_statistic(x, statistic))
+
+
+def compute_statistic(values: Sequence[float] | npt.NDArray[np.float64], statistic: str) -> float:
+    """A sample's mean or its quantile, linear between order statistics (numpy's default, as in
+    ``vllm bench serve``): the one definition of a run's or a pooled sample's statistic."""
+    if statistic == "mean":
+        return float(np.mean(values))
+    return float(np.quantile(values, QUANTILES[statistic]))
 
 
 def resolves_statistic(statistic: str, values_per_run: float) -> bool:

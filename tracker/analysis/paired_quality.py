@@ -104,14 +104,6 @@ def compute_mcnemar_one_sided(base_only: int, head_only: int) -> float:
     return float(stats.binom.sf(base_only - 1, n, 0.5))
 
 
-def _wilson(successes: int, n: int, z: float) -> tuple[float, float]:
-    p = successes / n
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def _phi(table: PairedTable) -> float:
     a, b, c, d = table.both_right, table.base_only, table.head_only, table.both_wrong
     denominator = math.sqrt(float((a + b) * (c + d) * (a + c) * (b + d)))
@@ -123,15 +115,17 @@ def _phi(table: PairedTable) -> float:
     return numerator / denominator
 
 
-def compute_newcombe_interval(table: PairedTable, z: float) -> tuple[float, float]:
-    """Newcombe's method 10 for head - base accuracy: bounds at ``z`` standard errors."""
+def compute_newcombe_interval(table: PairedTable, confidence: float) -> tuple[float, float]:
+    """Newcombe's method 10 for head - base accuracy, each end a one-sided bound at
+    ``confidence`` (on SciPy's Wilson intervals at ``2 confidence - 1``)."""
     n = table.pairs
     if n == 0:
         raise ValueError("no paired items")
     p_base = (table.both_right + table.base_only) / n
     p_head = (table.both_right + table.head_only) / n
-    low_base, high_base = _wilson(table.both_right + table.base_only, n, z)
-    low_head, high_head = _wilson(table.both_right + table.head_only, n, z)
+    base, head = (stats.binomtest(table.both_right + cell, n).proportion_ci(
+        2.0 * confidence - 1.0, method="wilson") for cell in (table.base_only, table.head_only))
+    low_base, high_base, low_head, high_head = base.low, base.high, head.low, head.high
     phi = _phi(table)
     diff = p_head - p_base
     down_head, up_base = p_head - low_head, high_base - p_base
@@ -186,7 +180,7 @@ def compute_paired_quality(pairs: Sequence[PairedItem], *, min_effect: float = D
     alpha = 1.0 - confidence
     base_accuracy = (table.both_right + table.base_only) / n
     head_accuracy = (table.both_right + table.head_only) / n
-    ci = compute_newcombe_interval(table, float(stats.norm.ppf(confidence)))
+    ci = compute_newcombe_interval(table, confidence)
     detectable = compute_detectable_drop(n, table.discordant / n, alpha)
     verdict = _decide(table, (base_accuracy, head_accuracy), ci, detectable,
                       min_effect, confidence)

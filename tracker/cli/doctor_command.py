@@ -10,8 +10,6 @@ from tracker.inputs.configs import load_config
 from tracker.targets.doctor import DoctorTarget, render_diagnosis, run_doctor
 from tracker.targets.vllm_install import check_vllm_engine
 
-COMMAND = "doctor"
-
 
 def resolve_target(args: argparse.Namespace) -> DoctorTarget:
     if args.config:

@@ -1,10 +1,10 @@
 """``tracker export RUN --format vllm|llmd``: one workload of a stored run as ``vllm bench
 serve``'s ``--save-result --save-detailed`` JSON, or as an llm-d Benchmark Report v0.2
-(``tracker.imports.llmd.render_llmd_report``) (docs/import.md, "Export"), so it can go where
+(``tracker.imports.llmd.render_llmd_report``) (docs/export.md), so it can go where
 those files go; ``tracker import`` reads either back.
 
-The keys are vLLM's; the values the tracker's (same definitions: docs/import.md's vLLM table read
-backwards). Per-request arrays come from the stored records; a latency not measured is null.
+The keys are vLLM's; the values the tracker's (same definitions: docs/import-formats.md's vLLM
+table read backwards). Per-request arrays come from the stored records; a latency not measured is null.
 """
 
 from __future__ import annotations

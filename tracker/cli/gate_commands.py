@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from tracker.gate.gating import GateDesign, GateOptions, GateResult
     from tracker.gate.probes import BisectResult
 
-COMMANDS = ("diff", "gate")
-
 
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "diff":

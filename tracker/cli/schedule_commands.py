@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,10 +51,6 @@ from tracker.store.schedule_rows import (
     replace_file_schedules,
     save_schedule,
 )
-
-COMMANDS = ("schedule", "scheduler", "worker", "queue")
-AddDb = Callable[[argparse.ArgumentParser], None]
-
 
 # --- parsing -------------------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ from tracker.reports.diff_report import render_diff_lines
 from tracker.reports.gate_report import render_value
 from tracker.results import NATIVE_SOURCE
 
-SERIES_KEYS = ["config", "suite", "workload"]
 NOISE_WINDOW_RUNS = 10
 NOISE_MIN_RUNS = 4
 NOISE_SIGMAS = 2.0

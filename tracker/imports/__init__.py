@@ -1,8 +1,8 @@
 """Other tools' result files as tracker runs: ``vllm bench serve``, GuideLLM, AIPerf.
 
 A stage between ``inputs`` and the results: it reads a file and returns ``tracker.results``
-values; the store saves them (``tracker.store.imported_runs``). docs/import.md maps each tool's
-fields onto the tracker's.
+values; the store saves them (``tracker.store.imported_runs``). docs/import-formats.md maps
+each tool's fields onto the tracker's.
 """
 
 from tracker.imports.sniff import load_imported, sniff_format

@@ -1,5 +1,5 @@
 """AIPerf's ``profile_export_aiperf.json`` (with the ``profile_export.jsonl`` beside it) → one
-tracker run (docs/import.md, "AIPerf").
+tracker run (docs/import-formats.md, "AIPerf").
 
 AIPerf's names differ from the tracker's: its ``inter_token_latency`` is per request
 ``(request_latency - ttft) / (osl - 1)``, the tracker's TPOT; its ``inter_chunk_latency`` is every
@@ -34,6 +34,7 @@ from tracker.imports.source import (
     require_object,
     utc,
 )
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.results import RequestRecord, TokenSource, WorkloadResult, WorkloadSummary
 
 EXPECTED = "an AIPerf profile export (profile_export_aiperf.json)"
@@ -146,8 +147,8 @@ def _time(source: SourceFile, body: Mapping[str, Any], key: str) -> datetime:
 
 def _first_line_is_record(source: SourceFile) -> bool:
     try:
-        first = json.loads(source.text.lstrip().splitlines()[0])
-    except (json.JSONDecodeError, IndexError, RecursionError):
+        first = parse_untrusted_json(source.text.lstrip().splitlines()[0])
+    except (UntrustedJSONError, IndexError):
         return False
     return isinstance(first, Mapping) and "metrics" in first and "metadata" in first
 
@@ -173,12 +174,10 @@ def _records(source: SourceFile) -> tuple[RequestRecord, ...]:
 def _row(records: SourceFile, line_number: int, line: str) -> Mapping[str, Any]:
     expected = f"AIPerf's per-record {RECORDS_FILE}"
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise records.fail(expected, f"line {line_number}: invalid JSON ({exc.msg}); the file "
-                                     "may be truncated") from None
-    except RecursionError:
-        raise records.fail(expected, f"line {line_number}: {TOO_DEEP}") from None
+        row = parse_untrusted_json(line)
+    except UntrustedJSONError as exc:
+        raise records.fail(expected, f"line {line_number}: " + (TOO_DEEP if exc.too_deep else (
+            f"invalid JSON ({exc.msg}); the file may be truncated"))) from None
     metadata = row.get("metadata") if isinstance(row, Mapping) else None
     start = metadata.get("request_start_ns") if isinstance(metadata, Mapping) else None
     if not isinstance(start, int) or not isinstance(row.get("metrics"), Mapping):

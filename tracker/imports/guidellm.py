@@ -1,5 +1,5 @@
 """GuideLLM's benchmarks JSON (``guidellm run … --output kind=json,path=x.json``) → one tracker
-run per benchmark (docs/import.md, "GuideLLM").
+run per benchmark (docs/import-formats.md, "GuideLLM").
 
 GuideLLM 0.8.1 writes, per benchmark, a summary and every request it measured
 (``requests.successful/errored/incomplete``, unless ``sample_size`` cut them). Its summary is not

@@ -1,6 +1,6 @@
 """inference-perf's lifecycle report (``summary_lifecycle_metrics.json`` or
 ``stage_N_lifecycle_metrics.json``, with ``per_request_lifecycle_metrics.json`` beside it) → one
-tracker run (docs/import.md, "inference-perf").
+tracker run (docs/import-formats.md, "inference-perf").
 
 inference-perf 0.7.0 summarises with numpy (mean and linear percentiles) but writes no standard
 deviation, so the tracker's statistics come from its per-request report: TTFT (first token -

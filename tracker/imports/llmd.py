@@ -1,5 +1,5 @@
 """llm-d-benchmark's Benchmark Report v0.2 (``version: "0.2"``) ↔ one tracker run
-(docs/import.md, "llm-d").
+(docs/import-formats.md, "llm-d").
 
 The report is a tool-neutral wrapper: ``scenario.load.standardized.tool`` names the harness that
 measured it, and the schema says the meaning of ``time_per_output_token`` and

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from tracker.imports.source import (
     parse_json,
     read_source,
 )
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 
 Loader = Callable[[SourceFile], list[ImportedRun]]
 ALL_FORMATS = FORMATS  # every format, llm-d's Benchmark Report included
@@ -75,11 +75,9 @@ def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> st
 
 def _is_jsonl(source: SourceFile) -> bool:
     try:
-        json.loads(source.text)
-    except json.JSONDecodeError:
-        return True
-    except RecursionError:
-        return False  # one document, too deep: parse_json says so
+        parse_untrusted_json(source.text)
+    except UntrustedJSONError as exc:
+        return not exc.too_deep  # one document, too deep: parse_json says so
     return False
 
 

@@ -11,7 +11,6 @@ tracker name it does not mean.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import stat
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.errors import UsageError
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.redaction import register_secrets_in
 from tracker.results import IMPORT_KEY, LatencyStats, WorkloadResult
 
@@ -136,12 +136,11 @@ def parse_json(source: SourceFile, expected: str) -> Any:
     if not source.text.strip():
         raise source.fail(expected, "the file is empty")
     try:
-        parsed = json.loads(source.text)
-    except json.JSONDecodeError as exc:
-        raise source.fail(expected, f"invalid JSON at line {exc.lineno} column {exc.colno} "
-                                    f"({exc.msg}); the file may be truncated") from None
-    except RecursionError:
-        raise source.fail(expected, TOO_DEEP) from None
+        parsed = parse_untrusted_json(source.text)
+    except UntrustedJSONError as exc:
+        raise source.fail(expected, TOO_DEEP if exc.too_deep else (
+            f"invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); the file may "
+            "be truncated")) from None
     register_secrets_in(parsed)  # a key the tool recorded is hidden wherever else it appears
     return parsed
 

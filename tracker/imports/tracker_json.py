@@ -1,5 +1,5 @@
 """The tracker's own ``tracker.run/1`` JSON (``tracker run --json``, ``tracker bench --json``,
-``tracker show --json``) → the run it describes (docs/import.md, "The tracker's own JSON").
+``tracker show --json``) → the run it describes (docs/import-formats.md, "The tracker's own JSON").
 
 The file keeps every workload's name, load and summary (milliseconds become seconds again), the
 run's simulated flag and the names of its config and suite, so an import stores what the

@@ -1,4 +1,4 @@
-"""``vllm bench serve --save-result`` JSON → one tracker run (docs/import.md, "vLLM").
+"""``vllm bench serve --save-result`` JSON → one tracker run (docs/import-formats.md, "vLLM").
 
 vLLM's definitions are the tracker's (the tracker's JSON keeps vLLM's keys): TTFT, TPOT per
 request, ITL per chunk gap, E2EL; milliseconds become seconds. With ``--save-detailed`` the file

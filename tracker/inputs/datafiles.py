@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.errors import ConfigError
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.redaction import redact_one_line
 
 _CHUNK_BYTES = 1 << 20  # a JSON array is read a MiB at a time
@@ -84,12 +85,11 @@ class DataFile:
 def parse_json_line(text: str, where: str, what: str) -> Mapping[str, Any]:
     """One JSONL line as an object (``what`` names it in the fix)."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); each line "
+        data = parse_untrusted_json(text)
+    except UntrustedJSONError as exc:
+        raise ConfigError(f"{where}: JSON nested too deeply; refused" if exc.too_deep else
+                          f"{where}: not JSON ({exc.msg} at column {exc.colno}); each line "
                           f"must be one JSON object ({what})") from None
-    except RecursionError:  # a hostile line of [[[[…
-        raise ConfigError(f"{where}: JSON nested too deeply; refused") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: each line must be a JSON object ({what}); got a "
                           f"{type(data).__name__}")

@@ -47,9 +47,5 @@ def shipped_baselines() -> Path:
     return _folder("tracker._baselines")
 
 
-def shipped_suites() -> list[Path]:
-    return sorted(shipped_baselines().glob("*.yaml"))
-
-
 def shipped_quality_sets() -> Path:
     return shipped_baselines() / "quality"

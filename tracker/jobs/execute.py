@@ -15,7 +15,6 @@ import socket
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
@@ -24,8 +23,8 @@ from sqlalchemy.orm import Session
 import tracker
 from tracker.errors import RunInterrupted, StoreLockedError
 from tracker.eventloop import run_async
-from tracker.inputs.configs import LoadedConfig, load_config
-from tracker.inputs.suites import LoadedSuite, load_suite
+from tracker.inputs.configs import LoadedConfig
+from tracker.inputs.suites import LoadedSuite
 from tracker.quality.sets import QualitySet
 from tracker.results import (
     ORIGIN_KEY,
@@ -36,7 +35,7 @@ from tracker.results import (
     WorkloadResult,
 )
 from tracker.runner.suite_runner import Progress, RunOutcome, SuiteRunner
-from tracker.store.db import open_store, retry_when_locked
+from tracker.store.db import retry_when_locked
 from tracker.store.leases import RunLease, take_run_lease, utc_now
 from tracker.store.measurements import fetch_quality, find_quality_to_reuse, save_quality
 from tracker.store.runs import (
@@ -245,14 +244,3 @@ def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
         sink.stop_lease()  # however the run ended, this process no longer vouches for it
     with Session(engine) as session:
         return fetch_run(session, outcome.run_id)
-
-
-def execute_run(config_path: str | Path, suite_path: str | Path, db_url: str,
-                progress: Progress | None = None) -> RunResult:
-    config = load_config(config_path)
-    suite = load_suite(suite_path)
-    engine = open_store(db_url)
-    try:
-        return execute_suite(engine, config, suite, progress)
-    finally:
-        engine.dispose()

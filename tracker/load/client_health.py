@@ -31,7 +31,9 @@ import time
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 
-from tracker.results import ClientHealth, compute_percentile
+import numpy as np
+
+from tracker.results import ClientHealth
 
 LOOP_TICK_S = 0.010  # the watchdog timer's period
 LOOP_LAG_LIMIT_S = 0.020  # p99 lag above this: the event loop was too busy to stamp on time
@@ -74,7 +76,7 @@ def count_usable_cpus() -> int:
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
-    return compute_percentile(sorted(values), q) if values else None
+    return float(np.percentile(values, q)) if values else None
 
 
 def _ms(value: float) -> str:

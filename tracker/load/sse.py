@@ -10,7 +10,7 @@ block, not event by event:
   counted with byte searches (a content chunk is a ``content``/``text``/``reasoning`` value that
   is not the empty string; its escaped text is kept as bytes and decoded once, at the end);
 - everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
-  fast path does not recognise) is parsed line by line with ``json.loads``.
+  fast path does not recognise) is parsed line by line with ``parse_untrusted_json``.
 Both paths give the same counts; tests/load/test_sse.py checks them against each other.
 A line is held until its newline comes, up to ``MAX_LINE_BYTES``: a server that goes on past
 that without one fails the request (``sse_line_too_long``) instead of filling the memory.
@@ -22,10 +22,10 @@ content deltas joined. Only those turns pay for it; single-turn streams keep the
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.redaction import redact_text
 
 ERROR_TEXT_LIMIT = 300
@@ -98,10 +98,10 @@ def join_received_text(parts: list[bytes | str]) -> str | None:
                 run.append(part)
                 continue
             if run:
-                out.append(json.loads(b'"' + b"".join(run) + b'"'))
+                out.append(parse_untrusted_json(b'"' + b"".join(run) + b'"'))
                 run = []
             out.append(part)
-    except (ValueError, RecursionError):
+    except UntrustedJSONError:
         return None
     return "".join(out)
 
@@ -161,7 +161,7 @@ class StreamScanner:
             self._slow(line + b"\n", self.end_s or 0.0)
 
     def _scan(self, block: bytes, now: float) -> None:
-        # usage and [DONE] end a stream: the events from the first of them go to json.loads.
+        # usage and [DONE] end a stream: the events from the first of them go to the JSON parser.
         # (An error event has no "choices", so the fast path's count check sends it there too;
         # [DONE] anywhere but the end fails the fast path's pattern.)
         usage = block.find(b'"usage"')
@@ -207,8 +207,8 @@ class StreamScanner:
             self.done = True
             return
         try:
-            event = json.loads(payload)
-        except (ValueError, RecursionError):  # RecursionError: a chunk of [[[[… past any depth
+            event = parse_untrusted_json(payload)
+        except UntrustedJSONError:  # a chunk of [[[[… past any depth too
             raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
         if not isinstance(event, dict):
             raise StreamError("malformed_sse", f"not a JSON object: {payload[:80]!r}")
@@ -279,7 +279,7 @@ class AnthropicScanner(StreamScanner):
     Events: ``message_start`` (``message.usage.input_tokens``, the model), ``content_block_delta``
     (a ``text_delta``/``thinking_delta`` with non-empty text is a content chunk), ``message_delta``
     (``usage.output_tokens``), ``message_stop`` (the end, in place of ``[DONE]``), ``error``.
-    Every block is parsed with ``json.loads``: these streams come from remote gateways, where the
+    Every block is parsed as JSON: these streams come from remote gateways, where the
     client's per-event cost is far below the network's.
     """
 
@@ -290,8 +290,8 @@ class AnthropicScanner(StreamScanner):
 
     def _event(self, payload: bytes, now: float) -> None:
         try:
-            event = json.loads(payload)
-        except (ValueError, RecursionError):  # RecursionError: a chunk of [[[[… past any depth
+            event = parse_untrusted_json(payload)
+        except UntrustedJSONError:  # a chunk of [[[[… past any depth too
             raise StreamError("malformed_sse", f"not JSON: {payload[:80]!r}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise StreamError("malformed_sse", f"not a typed Messages event: {payload[:80]!r}")

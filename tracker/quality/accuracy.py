@@ -12,25 +12,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from tracker.quality.sets import QualitySet, is_sampled_ask
 from tracker.results import QualityItemResult, QualityResult
 
-Z_95 = 1.959963984540054
 
+def compute_wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (SciPy's); n must be > 0."""
+    # a second to import, and the simulator imports this package: loaded only when needed
+    from scipy import stats  # type: ignore[import-untyped]
 
-def compute_wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion; n must be > 0."""
-    if n <= 0 or not 0 <= successes <= n:
-        raise ValueError(f"need 0 <= successes <= n and n > 0 (got {successes}, {n})")
-    p = successes / n
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    interval = stats.binomtest(successes, n).proportion_ci(confidence, method="wilson")
+    return float(interval.low), float(interval.high)
 
 
 def compute_quality_result(quality_set: QualitySet,

@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
 
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.quality.jsonschema import find_violation
 from tracker.quality.sets import ChoiceParams, NumericParams, QualityItem, TextParams
 
@@ -95,8 +95,8 @@ def _score_json(item: QualityItem, output: str) -> bool:
     if fenced is not None:
         text = fenced.group(1)
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # a degenerate answer: "[[[[…" to max_tokens
+        value = parse_untrusted_json(text)
+    except UntrustedJSONError:  # a degenerate answer: "[[[[…" to max_tokens
         return False
     assert isinstance(item.expected, dict)  # the item was checked at load
     return find_violation(value, item.expected) is None

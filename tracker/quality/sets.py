@@ -49,6 +49,7 @@ from pydantic import (
 )
 
 from tracker.errors import QualitySetError
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.quality.formats import convert_line
 from tracker.quality.jsonschema import check_schema
 
@@ -186,13 +187,13 @@ def parse_quality_item(line: str, where: str, number: int = 0) -> QualityItem:
     """One line of a set file: the tracker's own item, or a GSM8K-style or multiple-choice line
     (``tracker.quality.formats``; ``number``, the line's, names an item without an id)."""
     try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
+        data = parse_untrusted_json(line)
+    except UntrustedJSONError as exc:
+        if exc.too_deep:  # a hostile line of [[[[…: nothing a quality item needs
+            raise QualitySetError(f"{where}: JSON nested too deeply to be a quality item; "
+                                  "refused") from None
         raise QualitySetError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); "
                               "each line must be one JSON object") from None
-    except RecursionError:  # a hostile line of [[[[…: nothing a quality item needs
-        raise QualitySetError(f"{where}: JSON nested too deeply to be a quality item; refused")\
-            from None
     if not isinstance(data, Mapping):
         raise QualitySetError(f"{where}: each line must be a JSON object "
                               f"(got {type(data).__name__})")

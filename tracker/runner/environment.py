@@ -2,11 +2,10 @@
 
 Never includes environment variables, command lines or anything else that could hold a secret.
 
-The fingerprint (``FINGERPRINT_KEYS``): host, CPU, Python, tracker version, OS, the GPUs (model,
-count, driver and CUDA driver version from NVML, or why they are unknown), the engine and its
-version, and the git commit of the config file (and whether the file differs from it) when the
-config lives in a git repository. ``compute_fingerprint_differences`` says what differs between
-two runs' environments, so a comparison can show it.
+The fingerprint: host, CPU, Python, tracker version, OS, the GPUs (model, count, driver and CUDA
+driver version from NVML, or why they are unknown), the engine and its version, and the git
+commit of the config file (and whether the file differs from it) when the config lives in a git
+repository. The dashboard's Compare page shows what differs between two runs' environments.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import os
 import platform
 import socket
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +21,6 @@ import tracker
 from tracker.eventloop import event_loop_name
 from tracker.telemetry.gpu import collect_gpu_environment
 
-FINGERPRINT_KEYS = (
-    "host", "os", "cpu", "cpu_count", "python", "tracker_version", "gpu_model", "gpu_count",
-    "gpu_driver_version", "cuda_driver_version", "engine", "config_git_commit",
-    "config_git_dirty",
-)
 GIT_TIMEOUT_S = 5.0
 
 
@@ -59,12 +52,6 @@ def collect_git_facts(path: str | Path) -> dict[str, Any]:
     status = _git(file.parent, "status", "--porcelain", "--", file.name)
     return {"config_git_commit": commit, "config_git_dirty": bool(status) if status is not None
             else None}
-
-
-def compute_fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """``key: a-value -> b-value`` for each fingerprint key whose value differs."""
-    return [f"{key}: {a.get(key)!r} -> {b.get(key)!r}" for key in FINGERPRINT_KEYS
-            if a.get(key) != b.get(key)]
 
 
 def collect_environment(*, target_kind: str, engine: str | None,

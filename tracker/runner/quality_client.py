@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.load.generator import Endpoint
 from tracker.load.sse import ERROR_TEXT_LIMIT, StreamError, error_message
 from tracker.quality.scorers import score_output
@@ -75,8 +76,8 @@ async def _call(session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[s
                             timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
         text = await response.text(errors="replace")
         try:
-            payload = json.loads(text)
-        except (ValueError, RecursionError):
+            payload = parse_untrusted_json(text)
+        except UntrustedJSONError:
             payload = None
         if response.status != 200:
             said = error_message(payload) if payload is not None else text[:ERROR_TEXT_LIMIT]

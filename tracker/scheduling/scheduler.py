@@ -180,10 +180,6 @@ class TrackerScheduler:
             self.emit(f"schedule {row.name}: cron {row.cron!r} ({row.timezone}), next slot "
                       f"{_when(job.next_run_time)}")
 
-    def next_run_times(self) -> dict[str, datetime | None]:
-        jobs = self._require().get_jobs(jobstore="default")
-        return {job.name: job.next_run_time for job in jobs if job.id.startswith(JOB_PREFIX)}
-
     def stop(self) -> None:
         """Mark in-flight work, ``shutdown(wait=False)``, release the lock."""
         scheduler, self._scheduler = self._scheduler, None

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.store.models_scheduling import AlertDeliveryModel
@@ -34,12 +33,3 @@ def save_alert_delivery(session: Session, delivery: AlertDelivery) -> None:
         attempts=delivery.attempts, http_status=delivery.http_status, error=delivery.error,
         payload=dict(delivery.payload), created_at=delivery.created_at))
     session.flush()
-
-
-def fetch_alert_deliveries(session: Session, run_id: int | None = None) -> list[AlertDelivery]:
-    query = select(AlertDeliveryModel).order_by(AlertDeliveryModel.id)
-    if run_id is not None:
-        query = query.where(AlertDeliveryModel.run_id == run_id)
-    return [AlertDelivery(row.run_id, row.destination, row.status, row.attempts, row.http_status,
-                          row.error, row.payload, row.created_at)
-            for row in session.scalars(query).all()]

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 import tracker
 from tracker.imports import ImportedRun
-from tracker.results import IMPORT_KEY, NATIVE_SOURCE, RunStatus
+from tracker.results import IMPORT_KEY, RunStatus
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.runs import _get_or_create, begin_run, finish_run, save_workload
 
@@ -28,15 +28,6 @@ def fetch_imported_run_ids(session: Session, sha256: str) -> list[int]:
     """The runs already imported from a file with this sha256, oldest first."""
     found = RunModel.environment[IMPORT_KEY]["sha256"].as_string() == sha256
     return list(session.scalars(select(RunModel.id).where(found).order_by(RunModel.id)))
-
-
-def fetch_import_source(environment: Mapping[str, Any]) -> str:
-    """``native``, or the tool (and version) a run was imported from, for display."""
-    found = environment.get(IMPORT_KEY)
-    if not isinstance(found, Mapping):
-        return NATIVE_SOURCE
-    version = found.get("tool_version")
-    return f"{found.get('tool')} {version}" if version else str(found.get("tool"))
 
 
 def save_import_config(session: Session, name: str, tool: str) -> int:

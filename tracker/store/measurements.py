@@ -1,5 +1,5 @@
 """Save and fetch telemetry and quality. Every function takes a Session; the caller owns the
-transaction. Rows stay in here: callers get ``tracker.results`` values and ``GpuTimelinePoint``.
+transaction. Rows stay in here: callers get ``tracker.results`` values.
 
 The drift of a run's answers is computed when its quality is saved, against the baseline run:
 the one given, or else the latest earlier *completed* run of the same suite name and config name
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, timedelta
 from typing import Any
 
@@ -30,7 +29,7 @@ from tracker.results import (
     ServerTelemetry,
     WorkloadResult,
 )
-from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, WorkloadResultModel
+from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.models_quality import QualityItemModel, QualitySummaryModel
 from tracker.store.models_telemetry import (
     GpuSampleModel,
@@ -45,12 +44,6 @@ _DEVICE_FIELDS = ("gpu_index", "name", "memory_total_bytes", "samples", "memory_
                   "memory_used_mean_bytes", "gpu_util_mean_pct", "gpu_util_peak_pct",
                   "power_mean_w", "power_peak_w", "sm_clock_mean_mhz", "temperature_peak_c",
                   "energy_j", "energy_source")
-
-
-@dataclass(frozen=True, slots=True)
-class GpuTimelinePoint:
-    workload: str
-    sample: GpuSample
 
 
 # --- telemetry -------------------------------------------------------------------------------
@@ -127,22 +120,6 @@ def _fetch_samples(session: Session, ids: Sequence[int]) -> dict[int, list[GpuSa
         samples[row.workload_result_id].append(
             GpuSample(**{name: getattr(row, name) for name in _SAMPLE_FIELDS}))
     return samples
-
-
-def fetch_gpu_timeline(session: Session, run_id: int, *, workload: str | None = None,
-                       gpu_index: int | None = None) -> list[GpuTimelinePoint]:
-    """A run's GPU samples in workload order, then time; optionally one workload or GPU."""
-    columns = GpuSampleModel.__table__.c
-    query = (select(WorkloadResultModel.name, *columns)
-             .join(WorkloadResultModel, WorkloadResultModel.id == columns.workload_result_id)
-             .where(WorkloadResultModel.run_id == run_id)
-             .order_by(WorkloadResultModel.position, columns.t_s, columns.gpu_index))
-    if workload is not None:
-        query = query.where(WorkloadResultModel.name == workload)
-    if gpu_index is not None:
-        query = query.where(columns.gpu_index == gpu_index)
-    return [GpuTimelinePoint(row.name, GpuSample(**{n: getattr(row, n) for n in _SAMPLE_FIELDS}))
-            for row in session.execute(query)]
 
 
 # --- quality -------------------------------------------------------------------------------

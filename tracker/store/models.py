@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from tracker.results import IMPORT_KEY, ORIGIN_KEY
+from tracker.results import RUN_SOURCE_FIELDS
 
 RESULT_SCHEMA_VERSION = 1  # the layout of a stored run; bumped when its meaning changes
 
@@ -123,8 +123,8 @@ class RunModel(Base):
 def run_source_column() -> ColumnElement[Any]:
     """A run's source in SQL (``tracker.results.compute_run_source``): the tool it was imported
     from, else who ran it apart from the history (``gate``, ``bisect``); NULL: the history."""
-    return func.coalesce(RunModel.environment[IMPORT_KEY]["tool"].as_string(),
-                         RunModel.environment[ORIGIN_KEY]["kind"].as_string())
+    return func.coalesce(*(RunModel.environment[key][name].as_string()
+                           for key, name in RUN_SOURCE_FIELDS))
 
 
 class WorkloadResultModel(Base):

@@ -2,8 +2,8 @@
 
 - ``workload_telemetry``: per workload, whether GPU and server telemetry were measured and why not;
 - ``gpu_summaries``: per workload and GPU, peaks and means of its samples, and its energy;
-- ``gpu_samples``: the timeline, one row per GPU per sample (query it per run with
-  ``tracker.store.measurements.fetch_gpu_timeline``);
+- ``gpu_samples``: the timeline, one row per GPU per sample (read back with the run: each
+  workload's ``gpu.samples`` from ``tracker.store.runs.fetch_run``);
 - ``server_metrics``: per workload, the scraped summary (``kv_cache_usage_peak``, ``num_preemptions``,
   ``prefix_cache_hit_rate``, …), one row per metric.
 """

@@ -18,7 +18,7 @@ class RunListing:
     status: RunStatus
     simulated: bool
     config_name: str
-    config_version: str  # sha256 hex; see config_short_version
+    config_version: str  # sha256 hex
     suite_name: str
     started_at: datetime
     ended_at: datetime | None
@@ -26,10 +26,6 @@ class RunListing:
     completed: int
     failed: int
     source: str = NATIVE_SOURCE  # or the tool it was imported from, or gate / bisect
-
-    @property
-    def config_short_version(self) -> str:
-        return self.config_version[:12]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import os
 import re
 import socket
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from tracker.errors import ExitCode
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.load.client import find_proxy, strip_credentials
 from tracker.load.generator import Endpoint
 from tracker.load.sse import error_message
@@ -208,8 +208,8 @@ async def _request(session: aiohttp.ClientSession, method: str, url: str,
     async with session.request(method, url, json=payload) as response:
         text = await response.text(errors="replace")
         try:
-            body: Any = json.loads(text)
-        except (ValueError, RecursionError):
+            body: Any = parse_untrusted_json(text)
+        except UntrustedJSONError:
             body = text
         return _Reply(response.status, body, dict(response.headers), time.monotonic() - started_s)
 

@@ -26,18 +26,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, TypeVar
 
-from tracker.inputs.suites import LoadedSuite, SyntheticPrompts, Workload, compute_prompts_digest
+from tracker.inputs.suites import SyntheticPrompts, Workload, compute_prompts_digest
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
-from tracker.load.generator import Endpoint
 from tracker.targets.tokenizers import (
     WORDS,
     Tokenizer,
     TokenizerFailed,
     count_tokens,
-    open_tokenizer,
 )
 
 MAX_FIT_ROUNDS = 24  # cuts tried per prompt before the tokenizer is called unusable
@@ -224,12 +221,3 @@ async def adapt_suite_traffic(traffic: Mapping[str, WorkloadTraffic],
         adapted, name, special = dict(traffic), WORDS, 0
         fallback = f"{tokenizer.name} failed while the prompts were built: {exc}"
     return TokenizedTraffic(adapted, name, special, fallback, compute_prompts_digest(adapted))
-
-
-async def build_exact_traffic(suite: LoadedSuite, endpoint: Endpoint, model: str,
-                              local: Path | None = None) -> TokenizedTraffic:
-    """The suite's traffic at exact lengths in the target's tokenizer (``local``: the config's
-    tokenizer.json, from ``resolve_tokenizer_path``), or in words with the reason. Call it once
-    the target answers, before the request bodies are built."""
-    async with open_tokenizer(endpoint, model, local) as tokenizer:
-        return await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)

@@ -37,6 +37,7 @@ import aiohttp
 
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.load.generator import Endpoint
 from tracker.redaction import is_secret_name, known_secrets, redact_one_line
 from tracker.targets.pinning import Pinning, build_pinning_env, check_pinning, keep_client_off
@@ -188,8 +189,8 @@ def _start(command: list[str], env: dict[str, str], log_path: Path,
     with supervisor.stdout:
         line = supervisor.stdout.readline()
     try:
-        said = json.loads(line)
-    except (ValueError, RecursionError):
+        said = parse_untrusted_json(line)
+    except UntrustedJSONError:
         said = {}
     if isinstance(said, dict) and isinstance(said.get("pid"), int):
         return ServerProcess(supervisor, said["pid"], parse_program(command), pid_path)

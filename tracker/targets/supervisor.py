@@ -40,6 +40,7 @@ from types import FrameType
 from typing import IO
 
 from tracker.errors import ExitCode
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.redaction import redact_text, refresh_environment, register_secret
 
 log = logging.getLogger(__name__)
@@ -146,8 +147,8 @@ def write_pid_file(path: Path, record: PidRecord) -> None:
 def read_pid_file(path: Path) -> PidRecord | None:
     """The record in ``path``; None when it is unreadable or not one of ours."""
     try:
-        return PidRecord(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, RecursionError):
+        return PidRecord(**parse_untrusted_json(path.read_text(encoding="utf-8")))
+    except (OSError, UntrustedJSONError, TypeError):
         return None
 
 
@@ -210,8 +211,8 @@ def _say(message: dict[str, object]) -> None:
 def read_secrets(source: IO[str]) -> None:
     """Register the secrets the launcher sends (one JSON line); nothing when it sends none."""
     try:
-        said = json.loads(source.readline() or "{}")
-    except (OSError, ValueError, RecursionError):
+        said = parse_untrusted_json(source.readline() or "{}")
+    except (OSError, UntrustedJSONError):
         said = {}
     secrets = said.get("secrets") if isinstance(said, dict) else None
     if isinstance(secrets, list):
