@@ -3,10 +3,11 @@
 A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s,
 bytes); only the edges (display, exported JSON) convert to milliseconds and GiB; the server's
 own per-run values (``SERVER_METRICS``: the prefix-cache hit rate, the KV-cache usage peak, the
-preemptions) and the GPU memory (``MEMORY_METRICS``: NVML's, or the simulator's own account of
-its simulated GPU) join them in ``compute_workload_metrics``; a result without the server's
-counters (a ``/turn-1`` or ``/turns-2+`` split) gets the hit rate from its requests'
-``cached_input_tokens`` where they carry it. Two kinds are a run's, not a workload's: the
+preemptions, speculative decoding's acceptance rate and mean acceptance length) and the GPU
+memory (NVML's, or the simulator's own account of its simulated GPU) join
+them in ``compute_workload_metrics``; a result without the server's counters (a ``/turn-1`` or
+``/turns-2+`` split) gets the hit rate from its requests' ``cached_input_tokens`` where they
+carry it. Two kinds are a run's, not a workload's: the
 launched server's startup time (``compute_run_metrics``, stored with each workload) and the
 quality set's accuracy and drift (``QUALITY_METRICS``, the series ``quality:<set>``).
 ``COMPARED_METRICS`` is the one list a run-vs-run comparison judges (the gate and the dashboard's
@@ -27,6 +28,8 @@ from tracker.results import (
     TokenSource,
     WorkloadResult,
     WorkloadSummary,
+    compute_latency_stats,
+    compute_session_durations,
 )
 
 
@@ -113,6 +116,13 @@ _SERVER = (
                           "engine.block_size")),
     Metric("num_preemptions", "count", Direction.LOWER_IS_BETTER,
            "requests the server preempted during the workload (its counter's delta)"),
+    # speculative decoding (tracker.telemetry.spec_decode), vLLM's definitions
+    Metric("spec_decode_acceptance_rate", "fraction", Direction.HIGHER_IS_BETTER,
+           "share of the draft tokens the target model accepted over the workload (vLLM's "
+           "spec_decode_num_accepted_tokens / spec_decode_num_draft_tokens deltas)"),
+    Metric("spec_decode_mean_acceptance_length", "tokens", Direction.HIGHER_IS_BETTER,
+           "tokens a decode step yields per draft, the target's bonus token included (1 + "
+           "vLLM's spec_decode_num_accepted_tokens / spec_decode_num_drafts deltas)"),
 )
 SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
 # vLLM takes gpu_memory_utilization x the GPU's memory at start (weights, activations, and the
@@ -130,7 +140,6 @@ _MEMORY = (
            "the mean memory used over the workload on the GPU that used the most on average",
            bit_constant=True, configured_by=MEMORY_CONFIGURED_BY),
 )
-MEMORY_METRICS: tuple[str, ...] = tuple(m.name for m in _MEMORY)
 # Per run, not per workload: how long the launched server took from its start to ready (the
 # run's ``environment["launch"]["startup_s"]``), stored with each of the run's workloads
 _RUN = (
@@ -179,9 +188,18 @@ def _latency_metrics() -> list[Metric]:
     ]
 
 
+# Per session of a multi-turn workload (``tracker.results.compute_session_durations``): the
+# time to the session's end, a per-run statistic over its sessions without a failure
+_SESSIONS = tuple(
+    Metric(f"session_duration_{stat}_s", "s", Direction.LOWER_IS_BETTER,
+           f"{stat} time to a session's end: its first request out to its last answer in (think "
+           "time, tool latencies and sub-agent branches included)", statistic=stat,
+           client_timing=ClientTiming.STAMPS)
+    for stat in ("mean", "median", "p90", "p99"))
+
 REGISTRY: dict[str, Metric] = {m.name: m for m in (*_latency_metrics(), *_THROUGHPUTS, *_SERVER,
                                                      *_COST, *_ENERGY, *_MEMORY, *_RUN,
-                                                     *_QUALITY)}
+                                                     *_QUALITY, *_SESSIONS)}
 
 
 def get_metric(name: str) -> Metric:
@@ -290,13 +308,14 @@ def compute_cost_usd(cost: Mapping[str, Any], summary: WorkloadSummary) -> float
 def compute_cost_metrics(workload: WorkloadResult) -> dict[str, float]:
     """``usd_per_1m_output_tokens`` and ``usd_per_1m_tokens``; absent without a price in the
     workload's params or without tokens (a workload that produced none has no cost per token).
-    A ``/turn-1`` or ``/turns-2+`` split (``params["turns"]``) shares its workload's GPU hours
-    with the other split, so only a per-token price gives it a cost."""
+    A ``/turn-1`` or ``/turns-2+`` split (``params["turns"]``), or a LoRA adapter's
+    ``/adapter-<name>`` split (``params["adapter"]``), shares its workload's GPU hours with the
+    other splits, so only a per-token price gives it a cost."""
     cost = workload.params.get("cost")
     summary = workload.summary
     if not isinstance(cost, Mapping):
         return {}
-    if "turns" in workload.params:
+    if "turns" in workload.params or "adapter" in workload.params:
         cost = {k: v for k, v in cost.items() if k not in ("usd_per_gpu_hour", "gpus")}
     usd = compute_cost_usd(cost, summary)
     if usd is None:
@@ -327,7 +346,6 @@ def compute_energy_metrics(workload: WorkloadResult) -> dict[str, float]:
 
 
 SIM_MEMORY_GAUGE = "gpu_memory_used_bytes"  # the simulator's per-GPU gauge, as scraped
-MEMORY_SOURCES = ("simulator", "nvml")
 
 
 def compute_gpu_memory(workload: WorkloadResult) -> tuple[float, float, str] | None:
@@ -400,4 +418,17 @@ def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
     values.update(compute_cost_metrics(workload))
     values.update(compute_energy_metrics(workload))
     values.update(compute_memory_metrics(workload))
+    values.update(compute_session_metrics(workload))
     return values
+
+
+def compute_session_metrics(workload: WorkloadResult) -> dict[str, float]:
+    """``session_duration_*_s`` of a multi-turn workload's sessions without a failure; absent
+    for other workloads and for a ``/turn-1`` or ``/turns-2+`` split (part of each session)."""
+    if "turns" in workload.params:
+        return {}
+    stats = compute_latency_stats(compute_session_durations(workload.records))
+    if stats is None:
+        return {}
+    return {"session_duration_mean_s": stats.mean_s, "session_duration_median_s": stats.median_s,
+            "session_duration_p90_s": stats.p90_s, "session_duration_p99_s": stats.p99_s}

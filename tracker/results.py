@@ -27,7 +27,11 @@ Definitions (written once, here, and repeated in README.md and the result JSON):
   (``usage.prompt_tokens_details.cached_tokens``; vLLM with ``--enable-prompt-tokens-details``,
   llama.cpp and SGLang report it); None when the server did not say (0 is a measured miss).
 - ``session``, ``turn`` (multi-turn workloads only): the conversation's position among the
-  workload's measured ones (0-based, like ``index``) and the turn within it (1-based).
+  workload's measured ones (0-based, like ``index``) and the turn within it (1-based; a
+  sub-agent branch's request: its depth, the requests before it on its path plus one).
+- session duration (``compute_session_durations``): per session without a failed request, from
+  its first request's send to its last answer's end (think time, tool latencies and sub-agent
+  branches included): the time to the session's end.
 """
 
 from __future__ import annotations
@@ -39,9 +43,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 IMPORT_KEY = "import"  # a run's environment entry when it was imported from another tool's file
 ORIGIN_KEY = "origin"  # a run's environment entry when a gate or a bisection ran it
 NATIVE_SOURCE = "native"  # the source of a run the tracker measured itself, for the history
+# A run's source, the one rule (``compute_run_source`` here, ``run_source_column`` in SQL): the
+# first of these environment fields a run has, else native.
+RUN_SOURCE_FIELDS = ((IMPORT_KEY, "tool"), (ORIGIN_KEY, "kind"))
 SERVER_CHECK_KEY = "server_check"  # a run's environment entry: what the server said about
 # itself and the warnings where it contradicts the config (tracker.targets.server_check)
 
@@ -70,13 +79,11 @@ def compute_run_source(environment: Mapping[str, Any] | None) -> str:
     """``native`` for a run of the history the tracker measured; else the tool it was imported
     from (``tracker import`` writes ``environment["import"]["tool"]``) or who ran it apart from
     the history (``environment["origin"]["kind"]``: ``gate`` or ``bisect``)."""
-    if not isinstance(environment, Mapping):
-        return NATIVE_SOURCE
-    found = environment.get(IMPORT_KEY)
-    if isinstance(found, Mapping):
-        return str(found.get("tool"))
-    origin = environment.get(ORIGIN_KEY)
-    return str(origin.get("kind")) if isinstance(origin, Mapping) else NATIVE_SOURCE
+    for key, name in RUN_SOURCE_FIELDS:
+        found = environment.get(key) if isinstance(environment, Mapping) else None
+        if isinstance(found, Mapping):
+            return str(found.get(name))
+    return NATIVE_SOURCE
 
 
 class TokenSource(StrEnum):
@@ -155,17 +162,6 @@ class LatencyStats:
     p99_s: float
 
 
-def compute_percentile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) of already sorted values, linear interpolation."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    position = (len(sorted_values) - 1) * q / 100.0
-    low = math.floor(position)
-    high = math.ceil(position)
-    fraction = position - low
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
-
-
 def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
     """Mean, median, population std, linear-interpolated p90 and p99 (``vllm bench serve``'s
     definitions); None for no values. Here, beside ``LatencyStats``, so a run's summary and an
@@ -176,14 +172,22 @@ def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
     count = len(data)
     mean = math.fsum(data) / count
     variance = math.fsum((v - mean) ** 2 for v in data) / count
-    return LatencyStats(
-        count=count,
-        mean_s=mean,
-        median_s=compute_percentile(data, 50),
-        std_s=math.sqrt(variance),
-        p90_s=compute_percentile(data, 90),
-        p99_s=compute_percentile(data, 99),
-    )
+    with np.errstate(invalid="ignore"):  # an infinite value (a hostile file): NaN, then refused
+        median, p90, p99 = (float(p) for p in np.percentile(data, (50, 90, 99)))  # linear
+    return LatencyStats(count=count, mean_s=mean, median_s=median, std_s=math.sqrt(variance),
+                        p90_s=p90, p99_s=p99)
+
+
+def compute_session_durations(records: Iterable[RequestRecord]) -> list[float]:
+    """Each multi-turn session's time to its end, in session order: its first request's send
+    to its last answer's end, for the sessions none of whose requests failed (a failed one
+    ended early); empty for a workload without sessions."""
+    by_session: dict[int, list[RequestRecord]] = {}
+    for record in records:
+        if record.session is not None:
+            by_session.setdefault(record.session, []).append(record)
+    return [max(r.start_s + (r.e2el_s or 0.0) for r in found) - min(r.start_s for r in found)
+            for _, found in sorted(by_session.items()) if all(r.ok for r in found)]
 
 
 @dataclass(frozen=True, slots=True)

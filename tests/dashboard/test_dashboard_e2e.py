@@ -181,6 +181,36 @@ def _walk(page: Any, base: str, populated: Populated, screenshots: Path) -> None
     _shoot(page, screenshots / "4-compare.png")
 
 
+# --- the capacity frontier ----------------------------------------------------------------------
+
+
+def test_the_frontier_chart_renders_versions_and_knees_in_chromium(
+        tmp_path_factory: pytest.TempPathFactory, screenshots: Path) -> None:
+    from tests.dashboard.frontier_db import build_frontier_db
+
+    url = build_frontier_db(tmp_path_factory.mktemp("e2e-frontier"))
+    expect = sync_api.expect
+    sync_api.expect.set_options(timeout=CONTENT_TIMEOUT_MS)
+    with _serve(url) as base, sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(CONTENT_TIMEOUT_MS)
+            page.goto(base)
+            page.get_by_role("link", name="Frontier").click()
+            expect(page.get_by_role("heading", name="Frontier")).to_be_visible()
+            chart = page.locator(".js-plotly-plot").first
+            expect(chart).to_contain_text("achieved throughput (req/s)")
+            expect(chart).to_contain_text("knee")
+            traces = _plot_traces(page)
+            assert traces["knee"] >= 2, traces  # a knee per version at least
+            assert sum(name.startswith("version ") for name in traces) == 2, traces
+            _shoot(page, screenshots / "6-frontier.png")
+        finally:
+            browser.close()
+
+
 # --- outside text, behind a trusted proxy --------------------------------------------------------
 
 PROXY_USER = "erin@example.com"

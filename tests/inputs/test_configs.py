@@ -62,10 +62,10 @@ def test_an_explicit_default_equals_an_omitted_one(tmp_path: Path) -> None:
 
 def test_extra_args_pass_through_as_vllm_flags(tmp_path: Path) -> None:
     text = BASE + "  swap_space: 4\n  extra_args:\n    --enforce-eager: true\n" \
-                  "    max-loras: 2\n"
+                  "    max-cpu-loras: 2\n"
     flags = load_config(write(tmp_path, text)).config.engine.as_flags()
     assert flags == ["--block-size", "16", "--max-num-seqs", "64", "--enable-prefix-caching",
-                     "--swap-space", "4", "--enforce-eager", "--max-loras", "2"]
+                     "--swap-space", "4", "--enforce-eager", "--max-cpu-loras", "2"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -40,7 +40,6 @@ from tracker.store.runs import fetch_run
 CACHE_TTL_S = 60
 STATE_TTL_S = 10
 DEFAULT_TREND_METRIC = "ttft_p99_s"
-DEFAULT_TREND_SERIES = 6  # series drawn before the user picks
 VERSION_RUNS = 50  # the most runs of a config version Compare judges
 
 
@@ -298,5 +297,10 @@ def query_page_defaults(url: str, key: str) -> None:
     elif key == "configs":
         names = query_trend_options(url).configs
         query_config_history(url, names[0])
+    elif key == "frontier":
+        from tracker.dashboard.frontierview import LATENCY_METRICS, query_frontier_rows
+
+        options = query_trend_options(url)
+        query_frontier_rows(url, options.configs[0], options.suites[0], LATENCY_METRICS[0])
     else:
         raise KeyError(key)

@@ -20,6 +20,7 @@ class PageSpec:
 PAGES = (
     PageSpec("overview", "Overview", "views/overview.py", ":material/dashboard:"),
     PageSpec("trends", "Trends", "views/trends.py", ":material/show_chart:"),
+    PageSpec("frontier", "Frontier", "views/frontier.py", ":material/ssid_chart:"),
     PageSpec("run", "Run detail", "views/run.py", ":material/receipt_long:"),
     PageSpec("compare", "Compare", "views/compare.py", ":material/compare_arrows:"),
     PageSpec("regressions", "Regressions", "views/regressions.py", ":material/flag:"),

@@ -28,9 +28,16 @@ from tracker.load.client_health import BoundKind, compute_bound_kind
 from tracker.metrics import COMPARED_METRICS, REGISTRY, Metric, compute_samples
 from tracker.results import RunResult, WorkloadResult
 
-# The dashboard's Compare judges the same, and the server's prefix-cache hit rate where its
-# counters were scraped (a metric neither side measured is no row at all)
-GATE_METRICS: tuple[Metric, ...] = (*COMPARED_METRICS, REGISTRY["prefix_cache_hit_rate"])
+# The dashboard's Compare judges the same, and the server's prefix-cache hit rate and
+# speculative decoding's acceptance where its counters were scraped (a metric neither side
+# measured is no row at all: a server that does not speculate has no acceptance rows)
+SPEC_DECODE_METRICS: tuple[Metric, ...] = (REGISTRY["spec_decode_acceptance_rate"],
+                                           REGISTRY["spec_decode_mean_acceptance_length"])
+# a sweep's capacity at the SLO (docs/frontier.md): one value per run, on the workload's own
+# result (its probes carry the requests)
+CAPACITY_METRIC = REGISTRY["capacity_at_slo_req_per_s"]
+GATE_METRICS: tuple[Metric, ...] = (*COMPARED_METRICS, REGISTRY["prefix_cache_hit_rate"],
+                                    *SPEC_DECODE_METRICS, CAPACITY_METRIC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +133,10 @@ def _row(name: str, metric: Metric, sides: tuple[Sequence[WorkloadResult],
             for side in sides]
     if metric.latency is None and sides[0] and sides[1] and not runs[0] and not runs[1]:
         return None  # neither side measures it (a server without its counters): no row
+    if metric.latency is not None and all(_is_sweep_result(w) for side in sides for w in side):
+        return None  # a sweep's capacity result holds no requests: its probes are judged
+    if metric is CAPACITY_METRIC and not runs[0] and not runs[1]:
+        return None  # a probe, or a workload without a sweep: no capacity on either side
     if not runs[0] or not runs[1]:
         side = "base" if not runs[0] else "head"
         return GateRow(name, metric.name, label, metric.unit, None,
@@ -144,6 +155,11 @@ def _row(name: str, metric: Metric, sides: tuple[Sequence[WorkloadResult],
                              min_effect=compute_min_effect(metric, options),
                              prior=prior.get(key))
     return GateRow(name, metric.name, label, metric.unit, None, evidence=found)
+
+
+def _is_sweep_result(workload: WorkloadResult) -> bool:
+    """The result a sweep adds after its probes (``tracker.load.phases``): capacity, no records."""
+    return "sweep_result" in workload.params and not workload.records
 
 
 def compute_unchanged(base: Sequence[RunSample], head: Sequence[RunSample],

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from tracker.inputs.configs import is_secret_key, looks_like_secret_value
+from tracker.inputs.config_secrets import is_secret_key, looks_like_secret_value
 from tracker.redaction import redact_data
 
 

@@ -2,12 +2,12 @@
 
 A config's version is the sha256 of its canonical form: the validated config with defaults left
 out, keys sorted, compact JSON. Key order, comments, formatting and the free-text ``description``
-do not change it; any engine arg, the target or the model does.
+do not change it; any engine arg, the target or the model does. A file is refused for a literal
+secret before it is validated (``tracker.inputs.config_secrets``).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -27,10 +27,11 @@ from pydantic import (
     model_validator,
 )
 
-from tracker.errors import ConfigError, SecretInConfigError
-from tracker.inputs.vllm_args import KV_CACHE_DTYPES
-from tracker.inputs.yamlfile import Loc, format_loc, read_yaml_mapping, validate_model, where
-from tracker.redaction import contains_token, is_secret_name
+from tracker.inputs.adapters import check_lora_modules
+from tracker.inputs.config_secrets import NUMBER, refuse_secrets
+from tracker.inputs.speculative import SpeculativeConfig
+from tracker.inputs.vllm_args import KV_CACHE_DTYPES, LORA_RANKS
+from tracker.inputs.yamlfile import read_yaml_mapping, validate_model
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 NAME_MAX_CHARS = 200  # the store's name columns (String(200))
@@ -77,6 +78,12 @@ class EngineArgs(_Strict):
     swap_space: NonNegativeFloat | None = None  # GiB of CPU swap per GPU; vLLM < 0.18 only
     tensor_parallel_size: PositiveInt | None = None
     dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | None = None
+    # speculative decoding (tracker.inputs.speculative) and LoRA adapters (tracker.inputs.adapters)
+    speculative_config: SpeculativeConfig | None = None
+    enable_lora: bool | None = None
+    max_loras: PositiveInt | None = None  # adapters in one batch (GPU slots); vLLM's default: 1
+    max_lora_rank: PositiveInt | None = None  # one of LORA_RANKS; vLLM's default: 16
+    lora_modules: dict[str, str] | None = None  # adapter name (a request's model) -> its path
     extra_args: dict[str, ExtraValue] = Field(default_factory=dict)
 
     @field_validator("block_size")
@@ -93,6 +100,27 @@ class EngineArgs(_Strict):
         if value is not None and value not in KV_CACHE_DTYPES:
             raise ValueError(f"must be one of {', '.join(KV_CACHE_DTYPES)}")
         return value
+
+    @field_validator("max_lora_rank")
+    @classmethod
+    def _max_lora_rank(cls, value: int | None) -> int | None:
+        if value is not None and str(value) not in LORA_RANKS:
+            raise ValueError(f"must be one of {', '.join(LORA_RANKS)}")
+        return value
+
+    @field_validator("lora_modules")
+    @classmethod
+    def _lora_modules(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return None if value is None else check_lora_modules(value)
+
+    @model_validator(mode="after")
+    def _lora_needs_enabling(self) -> EngineArgs:
+        set_keys = [k for k in ("max_loras", "max_lora_rank", "lora_modules")
+                    if getattr(self, k) is not None]
+        if set_keys and self.enable_lora is not True:
+            raise ValueError(f"{set_keys[0]} needs enable_lora: true (vLLM serves LoRA adapters "
+                             "only with --enable-lora)")
+        return self
 
     @field_validator("extra_args")
     @classmethod
@@ -120,9 +148,20 @@ class EngineArgs(_Strict):
     def flag_items(self) -> list[EngineFlag]:
         """Each engine arg that is set, with its flags, in ``as_flags``' order."""
         values = self.model_dump(exclude={"extra_args"}, exclude_none=True)
-        return [*(EngineFlag(key, key, tuple(_flag(key, value))) for key, value in values.items()),
+        return [*(EngineFlag(key, key, tuple(self._typed_flag(key, value)))
+                  for key, value in values.items()),
                 *(EngineFlag(f"extra_args.{key}", key, tuple(_flag(key, value)))
                   for key, value in sorted(self.extra_args.items()))]
+
+
+    def _typed_flag(self, key: str, value: Any) -> list[str]:
+        """A typed key's flags: the structured ones as vLLM takes them (``--speculative-config
+        JSON``, ``--lora-modules name=path ...``), the rest as any flag."""
+        if key == "speculative_config" and self.speculative_config is not None:
+            return ["--speculative-config", self.speculative_config.as_flag_value()]
+        if key == "lora_modules":
+            return ["--lora-modules", *(f"{name}={path}" for name, path in sorted(value.items()))]
+        return _flag(key, value)
 
 
 def _flag(key: str, value: ExtraValue) -> list[str]:
@@ -140,7 +179,7 @@ def _flag(key: str, value: ExtraValue) -> list[str]:
 
 def is_argument_value(text: str) -> bool:
     """Whether ``text`` can follow a flag on a command line without being read as a flag."""
-    return not text.startswith("-") or bool(_NUMBER.fullmatch(text))
+    return not text.startswith("-") or bool(NUMBER.fullmatch(text))
 
 
 def _flag_value(value: str | int | float) -> str:
@@ -216,6 +255,12 @@ class SimulatorSettings(_Strict):
     batching: Literal["continuous", "static"] = "continuous"  # static: no paging, no joining
     gpu_memory_gib: PositiveFloat = 80.0  # one simulated accelerator
     model_params_b: PositiveFloat = 8.0  # billions of parameters; 16-bit weights: 2 GiB each
+    # speculative decoding: the first draft token's chance of acceptance (None: the method's own,
+    # tracker.sim.speculative); LoRA: loading an adapter into a free slot, and each adapter's
+    # share of a step (tracker.sim.lora)
+    spec_acceptance: float | None = Field(default=None, ge=0, le=1)
+    lora_load_s: NonNegativeFloat = 0.025
+    lora_s_per_adapter: NonNegativeFloat = 2e-4
 
 
 class Target(_Strict):
@@ -363,7 +408,7 @@ def compute_version(canonical: Mapping[str, Any]) -> str:
 def load_config(path: str | Path) -> LoadedConfig:
     file = Path(path)
     data, lines = read_yaml_mapping(file, "serving config")
-    _refuse_secrets(data, (), file, lines)
+    refuse_secrets(data, (), file, lines)
     config = validate_model(ServingConfig, data, file, lines)
     return build_loaded_config(config, str(file))
 
@@ -371,124 +416,3 @@ def load_config(path: str | Path) -> LoadedConfig:
 def build_loaded_config(config: ServingConfig, path: str) -> LoadedConfig:
     canonical = compute_canonical(config)
     return LoadedConfig(config, compute_version(canonical), canonical, path)
-
-
-# --- secrets -------------------------------------------------------------------------------
-
-SECRET_KEYS = frozenset({"bearer"})  # besides every name tracker.redaction.is_secret_name knows
-_WHOLE_BEARER = re.compile(r"Bearer\s+\S+", re.IGNORECASE)  # the whole value is a credential
-_BEARER = re.compile(r"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}", re.IGNORECASE)  # not "Bearer tokens"
-# Words that match the secret-name rule without naming a credential: a tokenizer, a token count.
-_NOT_SECRET_WORDS = frozenset({"tokenizer", "tokenizers", "tokens"})
-_SWITCH_WORDS = frozenset({"", "true", "false", "yes", "no", "on", "off", "none", "null"})
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-@functools.cache
-def _schema_keys() -> frozenset[str]:
-    models: tuple[type[BaseModel], ...] = (ServingConfig, Target, EngineArgs, LaunchSettings,
-                                           SimulatorSettings, CostSettings)
-    return frozenset(name for model in models for name in model.model_fields)
-
-
-def is_secret_key(key: str) -> bool:
-    """A config key, environment variable or flag whose value would be a secret (``api_key``,
-    ``HF_TOKEN``, ``--api-key``); our own keys, tokenizers and token counts are not."""
-    name = key.lower().lstrip("-").replace("-", "_")
-    if name.removeprefix("sim_") in _schema_keys():  # our keys (prefill_s_per_token, also as
-        return False                                   # the simulator's --sim-* flags) are not
-    words = "_".join(word for word in name.split("_") if word not in _NOT_SECRET_WORDS)
-    return name in SECRET_KEYS or is_secret_name(words)
-
-
-def is_plain_setting(value: object) -> bool:
-    """A switch, a number or a path: a setting, never a key, whatever its name says
-    (``TOKENIZERS_PARALLELISM: "false"``, ``--ssl-keyfile /etc/tls/key.pem``)."""
-    if value is None or isinstance(value, bool | int | float):
-        return True
-    if not isinstance(value, str):
-        return False
-    text = value.strip()
-    if text.lower() in _SWITCH_WORDS or _NUMBER.fullmatch(text):
-        return True
-    return text.startswith(("/", "~/", "./", "../"))
-
-
-def looks_like_secret_value(text: str) -> bool:
-    """A string shaped like an API key or token, whole or as one of its words."""
-    text = text.strip()
-    return contains_token(text) or _BEARER.search(text) is not None or \
-        _WHOLE_BEARER.fullmatch(text) is not None
-
-
-_FIX = ("secrets are never stored: export the key in an environment variable and name that "
-        "variable in target.api_key_env (e.g. api_key_env: TAOTOKEN_API_KEY)")
-_OWN_KEY = "; the key the tracker itself sends is named in target.api_key_env"
-# The variable a server reads instead of a key-bearing flag (vLLM: VLLM_API_KEY; Hugging Face).
-_FLAG_VARIABLES = {"api_key": "VLLM_API_KEY", "hf_token": "HF_TOKEN", "token": "HF_TOKEN"}
-_ENV: Loc = ("target", "launch", "env")
-_COMMAND: Loc = ("target", "launch", "command")
-_EXTRA_ARGS: Loc = ("engine", "extra_args")
-
-
-def _fix_for(loc: Loc, name: str) -> str:
-    """How to pass the secret at ``loc`` (whose variable or flag is ``name``) by name instead."""
-    if loc[:3] == _ENV:
-        return (f"pass the variable through by name instead: export {name} in the tracker's "
-                f"environment and list it in launch.env_from: [{name}]{_OWN_KEY}")
-    if loc[:3] == _COMMAND or loc[:2] == _EXTRA_ARGS:
-        variable = _FLAG_VARIABLES.get(name.lower().lstrip("-").replace("-", "_"))
-        if variable is None:
-            return ("remove it and pass the secret in an environment variable the server reads, "
-                    f"named in launch.env_from: [VARIABLE]{_OWN_KEY}")
-        return (f"remove the flag and pass the key by name: the server reads {variable}, so "
-                f"export {variable} and list it in launch.env_from: [{variable}]{_OWN_KEY}")
-    return _FIX
-
-
-def _refused(path: Path, loc: Loc, lines: Mapping[Loc, int], what: str, name: str) -> Exception:
-    return SecretInConfigError(f"{where(path, loc, lines)}: {format_loc(loc)}: {what} "
-                               f"(value hidden); {_fix_for(loc, name)}")
-
-
-def _refuse_secrets(node: Any, loc: Loc, path: Path, lines: Mapping[Loc, int]) -> None:
-    """Refuse a literal key anywhere in a config (a secret must never reach the database), and
-    a NUL character, which no command line or environment variable can carry."""
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            child = (*loc, str(key))
-            if is_secret_key(str(key)) and not is_plain_setting(value):
-                raise _refused(path, child, lines, "a literal secret is not allowed in a config",
-                               str(key))
-            _refuse_secrets(value, child, path, lines)
-    elif isinstance(node, list):
-        if loc == _COMMAND:
-            _refuse_secret_flags(node, path, lines)
-        for index, item in enumerate(node):
-            _refuse_secrets(item, (*loc, index), path, lines)
-    elif isinstance(node, str):
-        if "\x00" in node:
-            raise ConfigError(f"{where(path, loc, lines)}: {format_loc(loc)}: holds a NUL "
-                              "character, which no command line or environment can carry; "
-                              "remove it")
-        if looks_like_secret_value(node):
-            name = str(loc[-1]) if loc else ""
-            raise _refused(path, loc, lines, "holds what looks like an API key or token", name)
-
-
-def _refuse_secret_flags(command: list[Any], path: Path, lines: Mapping[Loc, int]) -> None:
-    """``--api-key X``, ``--api-key=X``, ``--hf-token X`` in launch.command: the key is literal."""
-    for index, item in enumerate(command):
-        if not isinstance(item, str) or not item.startswith("-"):
-            continue
-        flag, equals, attached = item.partition("=")
-        value: object = attached if equals else _value_after(command, index)
-        if is_secret_key(flag) and not is_plain_setting(value):
-            raise _refused(path, (*_COMMAND, index), lines,
-                           f"{flag} with a literal value is not allowed in a config", flag)
-
-
-def _value_after(command: list[Any], index: int) -> object:
-    """The item after a flag when it is the flag's value (none when the next is a flag)."""
-    following = command[index + 1] if index + 1 < len(command) else None
-    return None if isinstance(following, str) and following.startswith("-") else following

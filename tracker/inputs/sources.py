@@ -7,7 +7,11 @@
 - ``trace``: a production trace replayed at its recorded times (Mooncake JSONL, Azure CSV;
   tracker.inputs.traces);
 - ``conversations``: multi-turn sessions from a file (ShareGPT JSON, OpenAI chat JSONL;
-  tracker.inputs.conversations).
+  tracker.inputs.conversations);
+- ``agentic``: seeded agent sessions: tool calls whose results come back after the tool's
+  latency, think time, a context that grows with every result, sub-agents forked in parallel
+  from the session's context (tracker.inputs.agentic); a ``trace`` of ``format: sessions``
+  replays recorded ones at their times (tracker.inputs.session_traces).
 
 A file's ``path`` is relative to the suite file; its sha256 is part of the suite's version, and
 ``sha256:`` pins it (a file with other content is refused).
@@ -120,22 +124,28 @@ class DatasetPrompts(_Strict):
 
 class TracePrompts(_Strict):
     """A trace replayed at its recorded times: a Mooncake JSONL (``hash_ids`` blocks of
-    ``block_tokens``, equal ids equal content) or an Azure LLM inference trace CSV."""
+    ``block_tokens``, equal ids equal content), an Azure LLM inference trace CSV, or a JSONL of
+    agentic sessions (``sessions``: each session starts at its time, its turns follow their
+    answers; ``history`` as for conversations)."""
 
     source: Literal["trace"]
     path: str = Field(min_length=1)
-    format: Literal["mooncake", "azure"]
+    format: Literal["mooncake", "azure", "sessions"]
     sha256: Sha256 | None = None
     block_tokens: PositiveInt = 512  # mooncake: tokens per hash id
     time_scale: PositiveFloat = 1.0  # gaps are multiplied by it: 0.5 replays twice as fast
     start_offset_s: NonNegativeFloat = 0.0  # skip the trace's first seconds
     output_tokens: OutputLengths = OutputLengths()
+    history: Literal["live", "recorded"] = "live"  # sessions: the assistant turns sent back
 
     @model_validator(mode="after")
     def _blocks_for_mooncake(self) -> TracePrompts:
         if self.format != "mooncake" and "block_tokens" in self.model_fields_set:
-            raise ValueError("block_tokens applies to format mooncake only (an Azure trace "
-                             "has no hash ids)")
+            raise ValueError("block_tokens applies to format mooncake only (the other "
+                             "formats have no hash ids)")
+        if self.format != "sessions" and "history" in self.model_fields_set:
+            raise ValueError("history applies to format sessions only (a trace of single "
+                             "requests sends no history)")
         return self
 
 
@@ -160,6 +170,45 @@ class ConversationPrompts(_Strict):
         return self
 
 
+class AgenticBranches(_Strict):
+    """Sub-agents forked in parallel by the first answer to user turn ``user_turn``: each gets
+    the session's context (that request and its answer) and its own task, then runs ``turns``
+    requests (the task, then one per result of its own tool calls); their last answers come back
+    as the calls' results."""
+
+    count: Annotated[int, Field(ge=1, le=256)]
+    turns: Annotated[int, Field(ge=1, le=1000)] = 2
+    task_tokens: RequestTokens = 64
+    user_turn: PositiveInt = 1
+
+
+class AgenticPrompts(_Strict):
+    """Seeded agent sessions, no data file: ``user_turns`` user messages; after each, the answer
+    calls a tool ``tool_rounds`` times in a row, each result (``tool_result_tokens`` words)
+    coming back ``tool_latency_s`` after the answer, the next request carrying it; then the
+    answer to the user, ``think_time_s`` before the next user message. Every request carries the
+    whole session: the context grows by each question, answer and result."""
+
+    source: Literal["agentic"]
+    system_prompt_tokens: Annotated[int, Field(ge=0, le=MAX_REQUEST_TOKENS)] = 0  # shared by all
+    user_turns: Annotated[int, Field(ge=1, le=1000)] = 1
+    user_tokens: RequestTokens
+    tool_rounds: Annotated[int, Field(ge=0, le=1000)] = 1
+    tool_result_tokens: RequestTokens = 128
+    tool_latency_s: NonNegativeFloat = 0.0
+    think_time_s: NonNegativeFloat = 0.0
+    branches: AgenticBranches | None = None
+    history: Literal["live", "recorded"] = "live"
+    output_tokens: OutputLengths = OutputLengths()
+
+    @model_validator(mode="after")
+    def _branch_turn(self) -> AgenticPrompts:
+        if self.branches is not None and self.branches.user_turn > self.user_turns:
+            raise ValueError(f"branches.user_turn {self.branches.user_turn} is past the last "
+                             f"user turn ({self.user_turns})")
+        return self
+
+
 FileSource = DatasetPrompts | TracePrompts | ConversationPrompts
 PromptSource = Annotated[SyntheticPrompts | FixedPrompt | DatasetPrompts | TracePrompts
-                         | ConversationPrompts, Field(discriminator="source")]
+                         | ConversationPrompts | AgenticPrompts, Field(discriminator="source")]

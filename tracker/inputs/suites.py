@@ -28,6 +28,8 @@ from pydantic import (
 )
 
 from tracker.errors import ConfigError
+from tracker.inputs.adapters import AdapterMix, check_adapter_workload
+from tracker.inputs.agentic import build_agentic_traffic, iter_agentic_fields
 from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN
 from tracker.inputs.conversations import build_conversation_traffic
 from tracker.inputs.datafiles import DataFile
@@ -36,6 +38,7 @@ from tracker.inputs.prompts import derive_seed, generate_words
 from tracker.inputs.sources import (
     MAX_CONCURRENCY,
     MAX_REQUESTS,
+    AgenticPrompts,
     ConversationPrompts,
     DatasetPrompts,
     FileSource,
@@ -60,8 +63,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-__all__ = ["ConversationPrompts", "DatasetPrompts", "FixedPrompt", "LoadedSuite", "OutputLengths",
-           "PromptSource", "Suite", "SyntheticPrompts", "TracePrompts", "Workload",
+__all__ = ["AgenticPrompts", "ConversationPrompts", "DatasetPrompts", "FixedPrompt", "LoadedSuite",
+           "OutputLengths", "PromptSource", "Suite", "SyntheticPrompts", "TracePrompts", "Workload",
            "build_loaded_suite", "generate_workload_traffic", "load_suite"]
 
 
@@ -134,6 +137,15 @@ class Workload(_Strict):
     num_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)]  # per stage and sweep probe
     warmup_requests: Annotated[int, Field(ge=0, le=MAX_REQUESTS)] = 0  # first; not measured
     request_timeout_s: PositiveFloat = 600.0
+    adapters: AdapterMix | None = None  # LoRA adapters the requests ask for (inputs.adapters)
+
+    @model_validator(mode="after")
+    def _adapters_fit(self) -> Workload:
+        problem = None if self.adapters is None else check_adapter_workload(
+            self.name, self.prompts.source, self.adapters)
+        if problem is not None:
+            raise ValueError(f"adapters: {problem}")
+        return self
 
     @model_validator(mode="after")
     def _one_shape(self) -> Workload:
@@ -267,6 +279,10 @@ def _generate(seed: int, workload: Workload, base: Path, key: str
     source = workload.prompts
     if isinstance(source, SyntheticPrompts | FixedPrompt):
         return _generate_words(seed, workload, source), None
+    if isinstance(source, AgenticPrompts):
+        return build_agentic_traffic(source, seed=seed, name=workload.name,
+                                     total=workload.warmup_requests + workload.num_requests,
+                                     max_tokens=workload.max_tokens), None
     what = {"dataset": "dataset", "trace": "trace", "conversations": "conversations"}
     file = DataFile(base / source.path, what[source.source], key)
     total = workload.warmup_requests + workload.num_requests
@@ -367,10 +383,18 @@ def _update_rich(digest: Any, traffic: WorkloadTraffic) -> None:
     for session in traffic.sessions:
         fields(len(session.turns))
         text(session.system)
+        if session.arrival_s is not None:  # a session trace's start
+            fields("arrival", session.arrival_s)
         for turn in session.turns:
             fields(turn.max_tokens)
             text(turn.user)
             text(turn.recorded_answer)
+            if session.agentic:  # tool calls, think times, branches (tracker.inputs.agentic)
+                for item in iter_agentic_fields(turn):
+                    if isinstance(item, tuple):
+                        fields(*item)
+                    else:
+                        text(item)
 
 
 UNVERSIONED = frozenset({"workers"})  # how the load is sent, not what: kept in the canonical

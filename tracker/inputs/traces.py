@@ -11,6 +11,8 @@
   GeneratedTokens`` (other columns ignored); ``TIMESTAMP`` a date-time (``2023-11-16
   18:15:46.6805900``, UTC unless it says otherwise) or seconds. Rows share no content.
 
+- ``sessions``: agentic sessions, one request a line (tracker.inputs.session_traces).
+
 Rows must be in time order. The replay starts ``start_offset_s`` into the trace; the first
 ``warmup_requests`` rows there are the warm-up (sent first, untimed), the next ``num_requests``
 are measured, each planned at ``arrival_s`` = its time after the first measured row's, times
@@ -47,7 +49,8 @@ class TraceRow:
     hash_ids: tuple[int, ...] = ()
 
 
-def _count(value: Any, where: str, field: str) -> int:
+def parse_token_count(value: Any, where: str, field: str) -> int:
+    """A row's token count: a positive integer up to ``MAX_REQUEST_TOKENS``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise bad_field(where, field, "must be a positive integer", value,
                         "fix the row (a request has at least one token)")
@@ -64,8 +67,8 @@ def parse_mooncake_row(record: Mapping[str, Any], where: str, line: int,
             or not stamp <= MAX_TIMESTAMP_S * 1000:
         raise bad_field(where, "timestamp", "must be a number of milliseconds from 0 to "
                         f"{MAX_TIMESTAMP_S * 1000:.0e}", stamp, "fix the row")
-    inputs = _count(record.get("input_length"), where, "input_length")
-    outputs = _count(record.get("output_length"), where, "output_length")
+    inputs = parse_token_count(record.get("input_length"), where, "input_length")
+    outputs = parse_token_count(record.get("output_length"), where, "output_length")
     ids = record.get("hash_ids", [])
     if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool)
                                             and h >= 0 for h in ids):
@@ -116,7 +119,7 @@ def _azure_int(text: str, where: str, field: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise bad_field(where, field, "must be a positive integer", text, "fix the row") from None
-    return _count(value, where, field)
+    return parse_token_count(value, where, field)
 
 
 def _csv_rows(reader: Any, file: DataFile) -> Iterator[list[str]]:
@@ -239,7 +242,13 @@ def _check_span(file: DataFile, measured: Sequence[TraceRow], origin_us: int,
 
 def build_trace_traffic(file: DataFile, source: TracePrompts, *, seed: int, name: str,
                         warmup: int, total: int, max_tokens: int) -> WorkloadTraffic:
-    """``total`` requests (the first ``warmup`` untimed) at the trace's times."""
+    """``total`` requests (the first ``warmup`` untimed) at the trace's times; a session
+    trace's ``total`` sessions."""
+    if source.format == "sessions":
+        from tracker.inputs.session_traces import build_session_trace_traffic
+
+        return build_session_trace_traffic(file, source, seed=seed, name=name, warmup=warmup,
+                                           total=total, max_tokens=max_tokens)
     rows = select_rows(read_trace(file, source), source, total, str(file.path))
     prompts = build_trace_prompts(rows, seed, name, source.block_tokens)
     origin = rows[min(warmup, len(rows) - 1)].timestamp_us

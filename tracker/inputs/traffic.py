@@ -10,6 +10,10 @@ conversations) is turned into one of two shapes, both pure values:
   each request carrying the whole history. The history's assistant turns are the model's live
   answers (``history: live``, what production does) or the recorded ones (``history: recorded``,
   byte-identical requests every night); ``think_time_s`` passes between an answer and the next turn.
+  An agentic session's answer may call tools (``PlannedToolCall``): the next request carries the
+  assistant's tool calls and each tool's result, sent after the tool's latency; a call may be a
+  sub-agent, a branch of turns forked from the session's context, run in parallel with the other
+  calls, whose last answer is its result (tracker.load.session_steps lays the requests out).
 
 The load generator (``tracker.load``) builds request bodies from these; the simulator and real
 engines see the same bytes. ``requested_input_tokens`` is what the suite asked for in the tokenizer
@@ -22,16 +26,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 # The longest a workload's plan may run (a trace's replay, requests at a planned rate): past any
 # real nightly or gate run, so a typo (a rate of 1e-7, a row 10^12 ms late) cannot sleep for years.
 MAX_PLANNED_S = 31 * 86_400
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as an assistant message carries it (OpenAI chat: ``tool_calls[i]``)."""
+
+    call_id: str  # seeded: the same id every run
+    name: str
+    arguments: str  # JSON text, as OpenAI's ``function.arguments``
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()  # assistant: the tools its answer called
+    tool_call_id: str | None = None  # tool: the call whose result this is
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +61,44 @@ class PlannedRequest:
 
 @dataclass(frozen=True, slots=True)
 class PlannedTurn:
-    user: str
+    """One request of a session: the user's message (None: the request carries only the results
+    of the tools the turn before called), the recorded answer and its length; ``tool_calls``: the
+    tools the answer calls (their results go into the next turn); ``think_time_s``: the wait
+    after the answer before, when that answer called no tools (None: the workload's)."""
+
+    user: str | None
     recorded_answer: str | None = None  # the dataset's assistant turn (history: recorded)
     max_tokens: int | None = None  # None: the workload's max_tokens
+    tool_calls: tuple[PlannedToolCall, ...] = ()
+    think_time_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedToolCall:
+    """A tool the answer of a turn calls: a plain tool's ``result`` comes back ``latency_s`` after
+    the answer ended; a sub-agent (``branch``: its turns) is forked then, ``latency_s`` after it,
+    from the session's context (the request of the calling turn and its answer), and its last
+    answer is the result. A turn's calls run in parallel; the next turn waits for all of them."""
+
+    call: ToolCall
+    result: str | None = None  # None exactly for a sub-agent
+    latency_s: float = 0.0
+    branch: tuple[PlannedTurn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class PlannedSession:
-    """A conversation sent turn by turn; ``system`` opens every request of it."""
+    """A conversation sent turn by turn; ``system`` opens every request of it. ``arrival_s``: a
+    session trace's planned start, s after the first measured session's (None: the shape's)."""
 
     turns: tuple[PlannedTurn, ...]
     system: str | None = None
+    arrival_s: float | None = None
+
+    @property
+    def agentic(self) -> bool:
+        """Whether any turn calls a tool or sets its own think time."""
+        return any(t.tool_calls or t.think_time_s is not None for t in self.turns)
 
 
 @dataclass(frozen=True, slots=True)

@@ -290,6 +290,9 @@ CPU_DEFAULT_BLOCK_SIZE = 128  # vLLM 0.32's CPU build, when block_size is left o
 # is checked against the vLLM that runs the config).
 KV_CACHE_DTYPES: tuple[str, ...] = tuple(dict.fromkeys(
     value for flags in KNOWN.values() for value in flags.options.get("--kv-cache-dtype") or ()))
+# The schema's max_lora_rank, the same way
+LORA_RANKS: tuple[str, ...] = tuple(dict.fromkeys(
+    value for flags in KNOWN.values() for value in flags.options.get("--max-lora-rank") or ()))
 
 
 def find_known(version: str) -> VllmFlags | None:
@@ -307,6 +310,7 @@ def check_engine_args(engine: EngineArgs, target: VllmTarget, path: str) -> None
         if item.flags:
             _check_flag(item, target, path)
     _check_platform(engine, target, path)
+    _check_spec_method(engine, target, path)
 
 
 def _check_flag(item: EngineFlag, target: VllmTarget, path: str) -> None:
@@ -342,3 +346,14 @@ def _check_platform(engine: EngineArgs, target: VllmTarget, path: str) -> None:
         f"{path}: engine.block_size: {target.describe()} is a CPU build, whose attention backend "
         f"needs a multiple of {multiple} (got {size}); set {multiple}, {2 * multiple} or "
         f"{4 * multiple}, or leave it out for the CPU default of {CPU_DEFAULT_BLOCK_SIZE}")
+
+
+def _check_spec_method(engine: EngineArgs, target: VllmTarget, path: str) -> None:
+    """The speculative method is one the version has (its ``--spec-method`` choices)."""
+    spec = engine.speculative_config
+    choices = target.flags.options.get("--spec-method") if target.flags is not None else None
+    if spec is None or choices is None or spec.method in choices:
+        return
+    raise ConfigError(f"{path}: engine.speculative_config.method: {target.describe()} has no "
+                      f"speculative method {spec.method}; use one of "
+                      f"{', '.join(c for c in choices if c != 'None')}")

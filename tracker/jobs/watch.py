@@ -35,13 +35,16 @@ RECORDS_SCANNED = 10_000
 # so nothing is watched there.
 # Also the GPU memory peak (bit-constant on vLLM and the simulator: any step of a level that
 # persists and shows is a change, ``EXACT_METRICS``), the KV-cache usage peak, the preemptions,
-# and the launched server's startup time. And per quality set of the config's runs (the series
+# the launched server's startup time, and speculative decoding's acceptance rate and mean
+# acceptance length (a fall is a regression). And per quality set of the config's runs (the series
 # ``quality:<set>``), its accuracy and answer drift (``QUALITY_WATCHED``).
 WATCHED_METRICS = (
     "ttft_median_s", "ttft_p99_s", "tpot_median_s", "itl_p99_s", "e2el_p99_s",
     "request_throughput_per_s", "output_throughput_tokens_per_s", "prefix_cache_hit_rate",
     "usd_per_1m_output_tokens", "joules_per_output_token",
     "gpu_memory_peak_bytes", "kv_cache_usage_peak", "num_preemptions", "startup_s",
+    "spec_decode_acceptance_rate", "spec_decode_mean_acceptance_length",
+    "capacity_at_slo_req_per_s",
 )
 QUALITY_WATCHED = QUALITY_METRICS
 # Judged with no noise threshold (``Metric.bit_constant``): a bit-constant series' levels are

@@ -5,13 +5,17 @@ whole history: the system prompt, every earlier user turn and the assistant's an
 the user's turn ``k``. With ``history: recorded`` the answers are the dataset's, so every body is
 built before timing and is byte-identical run after run; with ``history: live`` they are the
 model's own answers, so only the first turn is built up front and each later one when the answer
-before it has ended (``SessionRequests.request``).
+before it has ended (``SessionRequests.request``). An agentic session's requests (tool results,
+sub-agent branches) are laid out by ``tracker.load.session_steps``; on the chat endpoint an
+answer that called tools is an assistant message with ``tool_calls`` and each result a ``tool``
+message; on the Messages API, ``tool_use`` and ``tool_result`` blocks; on completions, the texts
+joined. No ``tools`` definitions are sent (vLLM refuses the default ``tool_choice: auto`` unless
+started with ``--enable-auto-tool-choice``): a suite puts their weight in the system prompt.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +24,13 @@ from tracker.inputs.suites import Workload
 from tracker.inputs.tokenizer import count_tokens
 from tracker.inputs.traffic import Message, PlannedRequest, PlannedSession, WorkloadTraffic
 from tracker.load.generator import RequestSpec
+from tracker.load.session_steps import (
+    Answers,
+    SessionSteps,
+    compute_step_messages,
+    layout_session,
+    needs_answer,
+)
 
 ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions",
                   "messages": "/v1/messages"}
@@ -31,13 +42,48 @@ def _split(messages: tuple[Message, ...]) -> tuple[str | None, list[Message]]:
     return system, [m for m in messages if m.role != "system"]
 
 
+def _chat_message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [{"id": c.call_id, "type": "function",
+                              "function": {"name": c.name, "arguments": c.arguments}}
+                             for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def _anthropic_messages(conversation: list[Message]) -> list[dict[str, Any]]:
+    """Messages API turns: tool calls as ``tool_use`` blocks of the assistant's turn, their
+    results (and a user message after them) as one user turn of ``tool_result`` blocks."""
+    out: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []  # tool results waiting for the user turn they open
+    for m in conversation:
+        if m.role == "tool":
+            blocks.append({"type": "tool_result", "tool_use_id": m.tool_call_id,
+                           "content": m.content})
+        elif blocks and m.role == "user":
+            out.append({"role": "user", "content": [*blocks, {"type": "text",
+                                                              "text": m.content}]})
+            blocks = []
+        elif m.tool_calls:
+            text = [{"type": "text", "text": m.content}] if m.content else []
+            out.append({"role": m.role, "content": [*text, *(
+                {"type": "tool_use", "id": c.call_id, "name": c.name,
+                 "input": json.loads(c.arguments)} for c in m.tool_calls)]})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    if blocks:
+        out.append({"role": "user", "content": blocks})
+    return out
+
+
 def _messages_body(workload: Workload, model: str, messages: tuple[Message, ...],
                    max_tokens: int) -> dict[str, Any]:
     """The Anthropic Messages API: ``system`` is a top-level field; usage always streams."""
     system, conversation = _split(messages)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens,
-                            "messages": [{"role": m.role, "content": m.content}
-                                         for m in conversation],
+                            "messages": _anthropic_messages(conversation),
                             "temperature": workload.temperature, "stream": True}
     if system:
         body["system"] = system
@@ -53,7 +99,7 @@ def build_body(workload: Workload, model: str, messages: tuple[Message, ...],
         return _messages_body(workload, model, messages, limit)
     body: dict[str, Any] = {"model": model}
     if workload.endpoint_type == "chat":
-        body["messages"] = [{"role": m.role, "content": m.content} for m in messages]
+        body["messages"] = [_chat_message(m) for m in messages]
     else:
         system, conversation = _split(messages)
         prompt = "\n\n".join(m.content for m in conversation)
@@ -98,21 +144,11 @@ def _estimate_input_tokens(request: PlannedRequest) -> int:
     return sum(count_tokens(m.content) for m in request.messages)
 
 
-def compute_turn_messages(session: PlannedSession, turn: int,
-                          answers: Sequence[str]) -> tuple[Message, ...]:
-    """The messages of turn ``turn`` (0-based): the system prompt, each earlier user turn with
-    its answer (``answers[i]`` for turn ``i``), then this turn's user message."""
-    messages = [Message("system", session.system)] if session.system else []
-    for earlier, answer in zip(session.turns[:turn], answers, strict=True):
-        messages += [Message("user", earlier.user), Message("assistant", answer)]
-    messages.append(Message("user", session.turns[turn].user))
-    return tuple(messages)
-
-
 @dataclass(frozen=True, slots=True)
 class SessionRequests:
-    """One conversation's requests: ``prebuilt`` holds those known before timing (the first
-    turn; every turn with ``history: recorded``), the others are built from the live answers."""
+    """One session's requests (``tracker.load.session_steps``: its turns, then its branches',
+    in plan order): ``prebuilt`` holds those known before timing (the first; every one with
+    ``history: recorded``), the others are built from the live answers."""
 
     workload: Workload
     model: str
@@ -120,38 +156,52 @@ class SessionRequests:
     session: PlannedSession
     live: bool  # history: live (the model's answers) rather than recorded
     prebuilt: tuple[RequestSpec, ...]
+    steps: SessionSteps
 
     @property
     def turns(self) -> int:
-        return len(self.session.turns)
+        """Every request of the session: its turns and its branches' (``requests``)."""
+        return len(self.steps.steps)
 
-    def needs_answer(self, turn: int) -> bool:
-        """Whether the answer to ``turn`` (0-based) goes into a later request."""
-        return self.live and turn + 1 < self.turns
+    @property
+    def requests(self) -> int:
+        return len(self.steps.steps)
 
-    def request(self, turn: int, answers: Sequence[str]) -> RequestSpec:
-        """Turn ``turn``'s request (0-based); ``answers``: the live answers to the turns before."""
-        if turn < len(self.prebuilt):
-            return self.prebuilt[turn]
-        return _turn_spec(self.workload, self.model, self.ignore_eos, self.session, turn,
+    @property
+    def depths(self) -> tuple[int, ...]:
+        """Each request's turn number, as its record carries it."""
+        return self.steps.depths
+
+    def needs_answer(self, position: int) -> bool:
+        """Whether the answer to request ``position`` goes into a later request."""
+        return self.live and needs_answer(self.steps, position)
+
+    def request(self, position: int, answers: Answers) -> RequestSpec:
+        """Request ``position`` (plan order); ``answers``: the live answers before it."""
+        if position < len(self.prebuilt):
+            return self.prebuilt[position]
+        return _turn_spec(self.workload, self.model, self.ignore_eos, self.steps, position,
                           answers)
 
 
-def _turn_spec(workload: Workload, model: str, ignore_eos: bool, session: PlannedSession,
-               turn: int, answers: Sequence[str]) -> RequestSpec:
-    messages = compute_turn_messages(session, turn, answers)
-    body = build_body(workload, model, messages, session.turns[turn].max_tokens, ignore_eos)
+def _turn_spec(workload: Workload, model: str, ignore_eos: bool, steps: SessionSteps,
+               position: int, answers: Answers) -> RequestSpec:
+    messages = compute_step_messages(steps, position, answers)
+    body = build_body(workload, model, messages, steps.steps[position].turn.max_tokens,
+                      ignore_eos)
     return RequestSpec(encode_body(body), sum(count_tokens(m.content) for m in messages))
 
 
-def _recorded_answers(session: PlannedSession, where: str) -> list[str]:
+def _recorded_answers(steps: SessionSteps, where: str) -> list[str]:
     answers = []
-    for number, turn in enumerate(session.turns[:-1], start=1):
-        if turn.recorded_answer is None:
-            raise ConfigError(f"{where}: turn {number} has no recorded answer, which history: "
-                              "recorded sends in the later turns; use history: live or give "
-                              "the answer")
-        answers.append(turn.recorded_answer)
+    for step in steps.steps:
+        answer = step.turn.recorded_answer
+        if answer is None and needs_answer(steps, step.position):
+            branch = f" (branch {step.line}, its turn {step.number + 1})" if step.line else ""
+            raise ConfigError(f"{where}: turn {step.depth}{branch} has no recorded answer, "
+                              "which history: recorded sends in the later turns; use history: "
+                              "live or give the answer")
+        answers.append(answer or "")
     return answers
 
 
@@ -161,13 +211,14 @@ def build_session_requests(workload: Workload, traffic: WorkloadTraffic, *, mode
     """(warm-up sessions, measured sessions): the first ``warmup_requests`` conversations warm
     up, the rest are measured."""
     out = []
+    live = traffic.history == "live"
     for number, session in enumerate(traffic.sessions):
-        live = traffic.history == "live"
+        steps = layout_session(session)
         answers = [] if live else _recorded_answers(
-            session, f"workload {workload.name}: session {number}")
-        known = 1 if live else len(session.turns)
-        prebuilt = tuple(_turn_spec(workload, model, supports_ignore_eos, session, turn,
-                                    answers[:turn]) for turn in range(known))
+            steps, f"workload {workload.name}: session {number}")
+        known = 1 if live else len(steps.steps)
+        prebuilt = tuple(_turn_spec(workload, model, supports_ignore_eos, steps, position,
+                                    answers) for position in range(known))
         out.append(SessionRequests(workload, model, supports_ignore_eos, session, live,
-                                   prebuilt))
+                                   prebuilt, steps))
     return out[: workload.warmup_requests], out[workload.warmup_requests:]

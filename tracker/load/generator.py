@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import operator
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.load.client import WireClient
 from tracker.load.client_health import GcPause, HealthProbe
 from tracker.load.http1 import Response
@@ -128,8 +128,8 @@ def check_response(response: Response) -> None:
     if response.status != 200:
         text = response.body.decode("utf-8", "replace")
         try:
-            message = error_message(json.loads(text))
-        except (ValueError, RecursionError):
+            message = error_message(parse_untrusted_json(text))
+        except UntrustedJSONError:
             message = text[:ERROR_TEXT_LIMIT]
         retry_after = response.headers.get("retry-after")
         if retry_after is not None:
@@ -316,10 +316,14 @@ class LoadGenerator:
     def _planned_rate(self) -> float | None:
         return compute_planned_rate(self.plan.arrivals_s)
 
+    def _pool_size(self) -> int:
+        """The most requests in flight at once: the connections to warm."""
+        return self.plan.concurrency
+
     async def _warm_pool(self, client: WireClient) -> None:
         """Open the keep-alive connections before anything is timed."""
         total = self.warmup_requests + self.planned_requests
-        count = min(self.plan.concurrency, max(total, 1), MAX_WARM_CONNECTIONS)
+        count = min(self._pool_size(), max(total, 1), MAX_WARM_CONNECTIONS)
         try:
             probe = client.prepare("GET", self.endpoint.url("/v1/models"),
                                    self.endpoint.headers) + b"\r\n"

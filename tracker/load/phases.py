@@ -103,8 +103,10 @@ def _stage_phase(workload: Workload, index: int, seed: int) -> Phase:
 
 
 def is_trace(traffic: WorkloadTraffic | None) -> bool:
-    """Traffic whose requests have planned starts (a trace's rows): replayed at those times."""
-    return traffic is not None and any(r.arrival_s is not None for r in traffic.requests)
+    """Traffic whose requests (or sessions) have planned starts (a trace's rows, a session
+    trace's sessions): replayed at those times."""
+    return traffic is not None and (any(r.arrival_s is not None for r in traffic.requests)
+                                    or any(s.arrival_s is not None for s in traffic.sessions))
 
 
 class WorkloadPhases:
@@ -191,12 +193,14 @@ class WorkloadPhases:
 
 def compute_trace_arrivals(measured: list[RequestSpec]) -> tuple[float, ...]:
     """The planned starts of a trace's measured requests, from the first of them."""
-    times = [spec.arrival_s for spec in measured]
-    if not times or any(t is None for t in times):
-        raise ValueError("a trace replay needs arrival_s on every measured request")
-    first = times[0]
-    assert first is not None
-    return tuple(t - first for t in times if t is not None)
+    return _relative([spec.arrival_s for spec in measured], "request")
+
+
+def _relative(times: list[float | None], what: str) -> tuple[float, ...]:
+    known = [t for t in times if t is not None]
+    if not times or len(known) != len(times):
+        raise ValueError(f"a trace replay needs arrival_s on every measured {what}")
+    return tuple(t - known[0] for t in known)
 
 
 def build_plan(workload: Workload, phase: Phase, warmup: list[RequestSpec],
@@ -224,10 +228,15 @@ def build_plan(workload: Workload, phase: Phase, warmup: list[RequestSpec],
 
 def build_session_plan(workload: Workload, phase: Phase, warmup: list[SessionRequests],
                        measured: list[SessionRequests], *, think_time_s: float) -> SessionPlan:
-    """The plan of one phase of a multi-turn workload (warm-up sessions on the first only)."""
+    """The plan of one phase of a multi-turn workload (warm-up sessions on the first only); a
+    session trace's sessions start at their own times (``PlannedSession.arrival_s``)."""
     if phase.trace:
-        raise ValueError("a multi-turn workload cannot replay a trace's times")
-    load = build_plan(workload, phase, [], [], count=len(measured))
+        arrivals = _relative([s.session.arrival_s for s in measured], "session")
+        load = LoadPlan(ENDPOINT_PATHS[workload.endpoint_type], [], [],
+                        phase.max_concurrency or len(arrivals), workload.request_timeout_s,
+                        arrivals_s=arrivals)
+    else:
+        load = build_plan(workload, phase, [], [], count=len(measured))
     return SessionPlan(load, warmup if phase.with_warmup else [], measured, think_time_s)
 
 
@@ -293,11 +302,12 @@ def compute_turn_results(workload: Workload, plan: SessionPlan,
 
 
 def _planned_turns(plan: SessionPlan) -> dict[int, int]:
-    """Turn number (1-based) -> how many conversations of the phase have it."""
+    """Turn number (1-based) -> how many requests of the phase's conversations have it (a
+    branch's requests count at their depth, ``tracker.load.session_steps``)."""
     sessions = plan.measured
     starts = len(plan.load.arrivals_s) if plan.load.arrivals_s is not None else len(sessions)
     counts: dict[int, int] = {}
     for i in range(starts):
-        for turn in range(1, sessions[i % len(sessions)].turns + 1):
+        for turn in sessions[i % len(sessions)].depths:
             counts[turn] = counts.get(turn, 0) + 1
     return counts

@@ -1,18 +1,27 @@
 """Multi-turn sessions: each conversation's turns sent one after another on the load generator.
 
-A session is a sequence of requests, each carrying the whole history (``tracker.load.bodies``).
-The timing rules are the generator's (``tracker.load.generator``); what sessions add:
+A session is a sequence of requests, each carrying the whole history (``tracker.load.bodies``);
+an agentic one also has tool calls and sub-agent branches (``tracker.load.session_steps``). The
+timing rules are the generator's (``tracker.load.generator``); what sessions add:
 
 - closed loop: ``concurrency`` sessions in flight; a worker takes the next conversation when its
   last one ended. Open loop: conversations start at planned times (``arrivals_s``, sessions per
-  second), at most ``concurrency`` at once; turn 1 is measured from its planned start;
-- the next turn is sent ``think_time_s`` after the answer before it ended; with ``history: live``
-  the answer's text is read from the stream (content deltas joined) and goes into the next
-  request; with ``history: recorded`` every request was built before timing;
-- a failed turn ends its session: it is recorded as failed and the remaining turns are not sent
-  (a complete workload's ``num_requests`` minus its records counts them);
-- records are numbered by the plan, not by completion: session ``s``'s turn ``t`` has index
-  (turns of the sessions before ``s``) + ``t`` - 1, so the same turn has the same index every run.
+  second, or a session trace's own times), at most ``concurrency`` at once; turn 1 is measured
+  from its planned start;
+- the next turn is sent ``think_time_s`` after the answer before it ended (the turn's own, else
+  the workload's); with ``history: live`` the answer's text is read from the stream (content
+  deltas joined) and goes into the next request; with ``history: recorded`` every request was
+  built before timing;
+- an answer that calls tools: each plain tool's result comes back its ``latency_s`` after the
+  answer ended, and each sub-agent's branch is forked then (after its ``latency_s``) and runs its
+  own turns, in parallel with the other calls; the next turn is sent when the last of them is
+  back (think time does not apply: the tools are the wait);
+- a failed request ends its session: it is recorded as failed and the requests that depend on
+  it are not sent (a complete workload's ``num_requests`` minus its records counts them);
+  branches already in flight finish;
+- records are numbered by the plan, not by completion: session ``s``'s request at plan position
+  ``p`` (``tracker.load.session_steps``) has index (requests of the sessions before ``s``) +
+  ``p``, so the same request has the same index every run; its ``turn`` is its depth.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tracker.load.bodies import SessionRequests
 from tracker.load.client import WireClient
@@ -35,7 +44,9 @@ from tracker.load.generator import (
     is_messages_path,
     run_request,
 )
+from tracker.load.session_steps import Step
 from tracker.load.sse import AnswerScanner, AnthropicAnswerScanner
+from tracker.results import RequestRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +65,33 @@ class SessionPlan:
 
     @property
     def planned_requests(self) -> int:
-        """Every turn of the measured sessions (of those planned to start, in open loop)."""
+        """Every request of the measured sessions (of those planned to start, in open loop)."""
         sessions = self.measured
         if self.load.arrivals_s is not None:
             sessions = [sessions[i % len(sessions)] for i in range(len(self.load.arrivals_s))]
-        return sum(s.turns for s in sessions)
+        return sum(s.requests for s in sessions)
 
     @property
     def warmup_requests(self) -> int:
-        return sum(s.turns for s in self.warmup)
+        return sum(s.requests for s in self.warmup)
+
+    @property
+    def width(self) -> int:
+        """The most requests one session can have in flight (its widest fork)."""
+        return max((s.steps.width for s in (*self.warmup, *self.measured)), default=1)
+
+
+@dataclass(slots=True)
+class _SessionRun:
+    """One session being sent: where its records go and the answers so far."""
+
+    session: SessionRequests
+    number: int
+    first_index: int
+    t0: float
+    keep: bool
+    scheduled: tuple[float, float] | None  # the first request's (planned, ready), open loop
+    answers: dict[int, str] = field(default_factory=dict)
 
 
 class SessionGenerator(LoadGenerator):
@@ -119,27 +148,69 @@ class SessionGenerator(LoadGenerator):
     async def _run_session(self, client: WireClient, number: int, session: SessionRequests,
                            first_index: int, *, keep: bool,
                            scheduled: tuple[float, float] | None = None) -> None:
-        """The turns of one conversation in order; ``scheduled``: turn 1's (planned, ready)."""
+        """The requests of one session in order; ``scheduled``: the first one's (planned,
+        ready)."""
         t0 = self.t0 if keep and self.t0 is not None else self.clock()
-        answers: list[str] = []
-        for turn in range(session.turns):
-            if turn and self.sessions.think_time_s > 0:
-                await asyncio.sleep(self.sessions.think_time_s)
-            scanner = _answer_scanner(self.plan.path) if session.needs_answer(turn) else None
-            planned, ready = scheduled if scheduled is not None and not turn else (None, None)
-            stamp: dict[str, float] = {}
-            record = await run_request(client, self.endpoint, self.plan.path,
-                                       session.request(turn, answers), index=first_index + turn,
-                                       t0=t0, clock=self.clock,
-                                       timeout_s=self.plan.request_timeout_s, scheduled_s=planned,
-                                       stamp=stamp, scanner=scanner)
-            if keep:
-                self.probe.sent(stamp, ready_s=ready)
-                self._keep(replace(record, session=number, turn=turn + 1))
-            if not record.ok:
-                return  # the conversation cannot go on: its later turns are not sent
-            if scanner is not None:
-                answers.append(scanner.answer)
+        run = _SessionRun(session, number, first_index, t0, keep, scheduled)
+        await self._run_line(client, run, 0)
+
+    async def _run_line(self, client: WireClient, run: _SessionRun, line: int) -> bool:
+        """One line of the session (the main one, or a branch) turn by turn; False when a
+        request failed, so what depends on it is not sent."""
+        steps = run.session.steps
+        for position in steps.lines[line].steps:
+            before = steps.previous(position)
+            if before is not None and before.turn.tool_calls:
+                if not await self._run_tools(client, run, before):
+                    return False
+            elif before is not None:
+                think = steps.steps[position].turn.think_time_s
+                think = self.sessions.think_time_s if think is None else think
+                if think > 0:
+                    await asyncio.sleep(think)
+            if not await self._send(client, run, position):
+                return False
+        return True
+
+    async def _run_tools(self, client: WireClient, run: _SessionRun, step: Step) -> bool:
+        """The tools the answer of ``step`` called, in parallel: each plain tool's latency, each
+        sub-agent's branch after its latency; True when every branch ran to its end."""
+        async def call(number: int) -> bool:
+            tool = step.turn.tool_calls[number]
+            if tool.latency_s > 0:
+                await asyncio.sleep(tool.latency_s)
+            if not tool.branch:
+                return True
+            return await self._run_line(client, run,
+                                        run.session.steps.branches[step.position, number])
+
+        done = await asyncio.gather(*(call(n) for n in range(len(step.turn.tool_calls))))
+        return all(done)
+
+    async def _send(self, client: WireClient, run: _SessionRun, position: int) -> bool:
+        session = run.session
+        scanner = _answer_scanner(self.plan.path) if session.needs_answer(position) else None
+        first = position == 0 and run.scheduled is not None
+        planned, ready = run.scheduled if first and run.scheduled is not None else (None, None)
+        stamp: dict[str, float] = {}
+        record = await run_request(client, self.endpoint, self.plan.path,
+                                   session.request(position, run.answers),
+                                   index=run.first_index + position, t0=run.t0, clock=self.clock,
+                                   timeout_s=self.plan.request_timeout_s, scheduled_s=planned,
+                                   stamp=stamp, scanner=scanner)
+        if run.keep:
+            self.probe.sent(stamp, ready_s=ready)
+            self._keep(_in_session(record, run, session.steps.steps[position]))
+        if scanner is not None and record.ok:
+            run.answers[position] = scanner.answer
+        return record.ok
+
+    def _pool_size(self) -> int:
+        return self.plan.concurrency * self.sessions.width
+
+
+def _in_session(record: RequestRecord, run: _SessionRun, step: Step) -> RequestRecord:
+    return replace(record, session=run.number, turn=step.depth)
 
 
 def _answer_scanner(path: str) -> AnswerScanner | AnthropicAnswerScanner:
@@ -148,5 +219,5 @@ def _answer_scanner(path: str) -> AnswerScanner | AnthropicAnswerScanner:
 
 def _first_indices(sessions: Sequence[SessionRequests]) -> list[int]:
     """The record index of each session's first turn (turns are numbered in plan order)."""
-    return [0, *itertools.accumulate(s.turns for s in sessions)][: len(sessions)]
+    return [0, *itertools.accumulate(s.requests for s in sessions)][: len(sessions)]
 

@@ -26,6 +26,7 @@ from tracker.reports.quality_report import (
     render_quality_json,
     render_quality_markdown,
 )
+from tracker.reports.spec_report import render_speculative_json, render_speculative_line
 
 JSON_SCHEMA = "tracker.gate.gating/1"
 MIB = 1024**2
@@ -199,9 +200,9 @@ def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None,
         *(_table_row(row) for row in result.rows),
         "",
     ]
-    memory = render_memory_line(result)
-    if memory is not None:
-        lines += [memory, ""]
+    for extra in (render_speculative_line(result), render_memory_line(result)):
+        if extra is not None:
+            lines += [extra, ""]
     client = render_client_line(result)
     if client is not None:
         lines += [client, ""]
@@ -324,6 +325,7 @@ def render_gate_json(result: GateResult, bisect: BisectResult | None = None,
         "problems": list(result.problems),
         "run_warnings": {str(run_id): list(found) for run_id, found in (warnings or {}).items()},
         "quality": render_quality_json(result.quality),
+        "speculative_decoding": render_speculative_json(result),
         "rows": [{"workload": row.workload, "metric": row.metric, "unit": row.unit,
                   "note": row.note, "client_note": row.client_note, "regressed": row.regressed,
                   "adjusted_p_value": row.adjusted_p_value,

@@ -22,6 +22,7 @@ from tracker.results import (
     RunResult,
     WorkloadResult,
     compute_latency_stats,
+    compute_session_durations,
 )
 from tracker.targets.output_tokens import CHECK_KEY
 
@@ -155,10 +156,8 @@ def _per_session(records: Sequence[RequestRecord]) -> dict[str, Any]:
     for record in records:
         if record.session is not None:
             by_session.setdefault(record.session, []).append(record)
-    whole = [turns for turns in by_session.values() if all(r.ok for r in turns)]
-    durations = [max(r.start_s + (r.e2el_s or 0.0) for r in turns) - min(r.start_s for r in turns)
-                 for turns in whole]
-    return {"sessions_without_a_failure": len(whole) if by_session else None,
+    durations = compute_session_durations(records)  # the sessions without a failure
+    return {"sessions_without_a_failure": len(durations) if by_session else None,
             "mean_turns_per_session": (sum(len(t) for t in by_session.values()) / len(by_session)
                                        if by_session else None),
             **render_stats_ms("session_duration", compute_latency_stats(durations))}

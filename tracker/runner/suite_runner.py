@@ -3,7 +3,8 @@
 The runner measures; it does not know about databases. Each finished workload goes to the sink
 at once, so whatever was measured survives an interrupt or a target that dies mid-run. A
 workload of multi-turn sessions runs on the session generator, and each of its phases is
-followed by its per-turn results (``tracker.load.phases.compute_turn_results``).
+followed by its per-turn results (``tracker.load.phases.compute_turn_results``), and one with
+LoRA adapters by its per-adapter results (``tracker.load.adapters``).
 
 Once the target answers, and before any body is built, the suite's prompts are cut to exact
 lengths in the model's tokenizer (``tracker.targets.exact_prompts``); the run's environment says
@@ -26,8 +27,10 @@ from pathlib import Path
 from typing import Protocol
 
 from tracker.errors import TrackerError
+from tracker.inputs.adapters import check_adapters_served
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite, Workload
+from tracker.load.adapters import build_adapter_request_specs, compute_adapter_results
 from tracker.load.bodies import build_request_specs, build_session_requests
 from tracker.load.client_health import (
     BoundKind,
@@ -163,6 +166,9 @@ class SuiteRunner:
             return run_ids[0]
 
         local_tokenizer = resolve_tokenizer_path(self.config)  # a missing file fails before launch
+        engine_args = self.config.config.engine  # an adapter the config does not serve, too
+        check_adapters_served(((w.name, w.adapters) for w in self.suite.suite.workloads),
+                              engine_args.lora_modules, self.config.path)
         try:
             async with open_target(self.config, run_ordinal=self.run_ordinal) as handle, \
                     AsyncExitStack() as stack:
@@ -230,6 +236,9 @@ class SuiteRunner:
                 if isinstance(plan, SessionPlan):
                     for turns in compute_turn_results(workload, plan, result):
                         self._keep(turns)
+                else:
+                    for split in compute_adapter_results(workload, plan, result):
+                        self._keep(split)
             for result in phases.final_results():
                 self._keep(result)
 
@@ -243,8 +252,9 @@ class SuiteRunner:
                 workload, traffic, model=model, supports_ignore_eos=handle.supports_ignore_eos)
             return lambda phase: build_session_plan(workload, phase, warm, measured,
                                                     think_time_s=traffic.think_time_s)
-        specs = build_request_specs(workload, traffic, model=model,
-                                    supports_ignore_eos=handle.supports_ignore_eos)
+        build = build_adapter_request_specs if workload.adapters else build_request_specs
+        specs = build(workload, traffic, model=model,
+                      supports_ignore_eos=handle.supports_ignore_eos)
         return lambda phase: build_plan(workload, phase, *specs)
 
     def _priced(self, result: WorkloadResult) -> WorkloadResult:

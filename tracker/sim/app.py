@@ -103,13 +103,23 @@ def _tokenize_text(body: dict[str, Any]) -> str:
 class _Handlers:
     def __init__(self, config: ServingConfig, engine: Engine) -> None:
         self._engine = engine
-        self._limits = ModelLimits(config.target.model, engine.max_model_len)
+        modules = config.engine.lora_modules if config.engine.enable_lora else None
+        self._lora_modules = dict(sorted((modules or {}).items()))
+        self._limits = ModelLimits(config.target.model, engine.max_model_len,
+                                   frozenset(self._lora_modules))
         self._vocabulary = _Vocabulary()
 
     async def models(self, _request: web.Request) -> web.Response:
-        card = {"id": self._limits.model, "object": "model", "created": int(time.time()),
-                "owned_by": "tracker-sim", "max_model_len": self._limits.max_model_len}
-        return web.json_response({"object": "list", "data": [card]})
+        """The base model, then each LoRA adapter with the base as its parent (as vLLM lists
+        them)."""
+        created = int(time.time())
+        card = {"id": self._limits.model, "object": "model", "created": created,
+                "owned_by": "tracker-sim", "root": self._limits.model, "parent": None,
+                "max_model_len": self._limits.max_model_len}
+        adapters = [{"id": name, "object": "model", "created": created, "owned_by": "tracker-sim",
+                     "root": path, "parent": self._limits.model}
+                    for name, path in self._lora_modules.items()]
+        return web.json_response({"object": "list", "data": [card, *adapters]})
 
     async def health(self, _request: web.Request) -> web.Response:
         return web.Response(status=200)
@@ -136,9 +146,7 @@ class _Handlers:
                                   "token_strs": None})
 
     def _check_model(self, body: dict[str, Any]) -> None:
-        model = body.get("model")
-        if model is not None and model != self._limits.model:
-            raise ApiError(404, f"The model `{model}` does not exist.", "model", "model_not_found")
+        self._limits.adapter_of(body.get("model"))  # the base model or an adapter, else a 404
 
     async def detokenize(self, request: web.Request) -> web.Response:
         try:
@@ -163,10 +171,11 @@ class _Handlers:
             return error_response(exc)
         except EngineClosedError:
             return error_response(_shutting_down())
+        model = completion.generation.adapter or self._limits.model  # vLLM echoes the adapter
         try:
             if completion.stream:
-                return await _stream(request, completion, sim_request, self._limits.model)
-            return await _respond_whole(completion, sim_request, self._limits.model)
+                return await _stream(request, completion, sim_request, model)
+            return await _respond_whole(completion, sim_request, model)
         finally:
             self._engine.abort(sim_request)  # no-op once finished; frees a dropped client's slot
 

@@ -15,6 +15,11 @@ admitted with a chunk of what remains; a request streams its first token at the 
 that computes its prompt's last chunk. Static batching (``reserve_tokens`` set) is the
 engine before paging and continuous batching: each sequence reserves ``reserve_tokens`` of KV up
 front, and a new batch is admitted only when the previous one has drained.
+
+With speculative decoding (``tracker.sim.speculative``) a decoding request reserves KV for its
+draft too and gets 1 + the accepted draft tokens at the end of a step. With LoRA adapters
+(``tracker.sim.lora``) a waiting request whose adapter would exceed ``max_loras`` in the batch is
+passed over (the ones behind it may be admitted), and each admitted adapter is made resident.
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ import asyncio
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from tracker.inputs.configs import SimulatorSettings
 from tracker.sim.kvcache import WATERMARK_FRACTION, KvCacheSpec, PrefixCache
+from tracker.sim.lora import LoraSlots
 from tracker.sim.sampling import OutputWords
+from tracker.sim.speculative import Speculator
 
 ABORT = "abort"
 
@@ -33,16 +41,17 @@ class SimRequest:
     """One request inside the engine; its handler reads ``pieces`` as they grow."""
 
     __slots__ = (
-        "_done_reason", "_waiter", "_words", "admitted", "block_hashes", "cached_tokens",
-        "chunk", "finish_reason", "held_hashes", "num_blocks", "output_tokens", "pieces",
-        "prefill_left", "prompt_tokens",
+        "_done_reason", "_waiter", "_words", "adapter", "admitted", "block_hashes",
+        "cached_tokens", "chunk", "finish_reason", "held_hashes", "num_blocks", "output_tokens",
+        "pieces", "prefill_left", "prompt_tokens",
     )
 
     def __init__(
         self, prompt_tokens: int, block_hashes: tuple[int, ...], output_tokens: int,
-        max_tokens: int, words: OutputWords,
+        max_tokens: int, words: OutputWords, adapter: str | None = None,
     ) -> None:
         self.prompt_tokens = prompt_tokens
+        self.adapter = adapter  # the LoRA adapter it asked for (None: the base model)
         self.block_hashes = block_hashes
         self.output_tokens = output_tokens
         self.pieces: list[str] = []
@@ -61,9 +70,11 @@ class SimRequest:
     def generated(self) -> int:
         return len(self.pieces)
 
-    def emit(self) -> bool:
-        """Append the next token; True when it was the last one."""
-        self.pieces.append(self._words.next_piece())
+    def emit(self, tokens: int = 1) -> bool:
+        """Append the next ``tokens`` tokens (fewer where the request ends first); True when
+        the last one came."""
+        for _ in range(min(tokens, self.output_tokens - len(self.pieces))):
+            self.pieces.append(self._words.next_piece())
         done = len(self.pieces) >= self.output_tokens
         if done:
             self.finish_reason = self._done_reason
@@ -105,9 +116,13 @@ class EngineCounters:
 class Scheduler:
     def __init__(
         self, kv: KvCacheSpec, max_num_seqs: int, max_num_batched_tokens: int | None,
-        prefix_cache: PrefixCache | None, reserve_tokens: int | None = None,
+        prefix_cache: PrefixCache | None, reserve_tokens: int | None = None, *,
+        speculator: Speculator | None = None, lora: LoraSlots | None = None,
     ) -> None:
         self.kv = kv
+        self.speculator = speculator
+        self.lora = lora
+        self._lookahead = speculator.depth if speculator is not None else 0
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.free_blocks = kv.num_blocks
@@ -151,6 +166,22 @@ class Scheduler:
             return self.batch_width * max(contexts) * self.kv.kv_bytes_per_token
         return sum(contexts) * self.kv.kv_bytes_per_token
 
+    @property
+    def drafting(self) -> int:
+        """Running requests that decode (their prompt computed) this step: each drafts."""
+        if self.speculator is None:
+            return 0
+        return sum(1 for r in self.running if r.prefill_left == 0)
+
+    def compute_features_step_s(self, settings: SimulatorSettings) -> float:
+        """What speculative decoding and LoRA add to the coming step."""
+        extra = 0.0
+        if self.speculator is not None:
+            extra += self.speculator.compute_step_s(settings, self.drafting)
+        if self.lora is not None:
+            extra += self.lora.compute_step_s(r.adapter for r in self.running)
+        return extra
+
     def add(self, request: SimRequest) -> None:
         self.waiting.append(request)
 
@@ -176,8 +207,8 @@ class Scheduler:
         if self.static and self.running:
             return 0  # static batching: the batch drains before a new one starts
         budget = None if self.static else self._max_num_batched_tokens  # a static batch: whole
-        left = None if budget is None else max(0, budget - sum(
-            1 for r in self.running if r.prefill_left == 0))  # each decode takes one token
+        left = None if budget is None else max(0, budget - sum(  # each decode takes one token,
+            1 + self._lookahead for r in self.running if r.prefill_left == 0))  # + its draft
         prefill_tokens = 0
         for request in self.running:  # prompts being prefilled go on, oldest first
             if request.prefill_left > 0:
@@ -194,18 +225,29 @@ class Scheduler:
         and free their blocks."""
         still_running: list[SimRequest] = []
         for request in self.running:
-            request.prefill_left -= request.chunk
+            chunk = request.chunk
+            request.prefill_left -= chunk
             request.chunk = 0
             if request.prefill_left > 0:  # its prompt's next chunk comes in the next step
                 still_running.append(request)
                 continue
-            self.counters.generation_tokens += 1
-            if request.emit():
+            tokens = 1 + self._draw_accepted(request, was_decoding=chunk == 0)
+            before = request.generated
+            done = request.emit(tokens)
+            self.counters.generation_tokens += request.generated - before
+            if done:
                 self._free(request)
                 self.counters.successes[request.finish_reason or ABORT] += 1
             else:
                 still_running.append(request)
         self.running = still_running
+
+    def _draw_accepted(self, request: SimRequest, *, was_decoding: bool) -> int:
+        """The draft tokens accepted for ``request`` this step (0: no draft: no speculation, or
+        the step computed its prompt)."""
+        if self.speculator is None or not was_decoding or request.generated == 0:
+            return 0
+        return self.speculator.draw_accepted()
 
     def _blocks_for(self, context: int) -> int:
         return self.kv.blocks_for(max(context, self._reserve_tokens or 0))
@@ -219,7 +261,8 @@ class Scheduler:
         index = 0
         while index < len(self.running):
             request = self.running[index]
-            context = request.prompt_tokens + request.generated
+            lookahead = self._lookahead if request.prefill_left == 0 else 0  # its draft's slots
+            context = request.prompt_tokens + request.generated + lookahead
             private = self._blocks_for(context) - len(request.held_hashes)
             need = max(0, private - request.num_blocks)
             if need <= self.free_blocks:
@@ -232,30 +275,49 @@ class Scheduler:
 
     def _admit(self, left: int | None) -> int:
         """Admit waiting requests in order while a sequence slot, the blocks and ``left`` tokens
-        of the step's budget allow (None: no budget); each computes a chunk of its prompt."""
+        of the step's budget allow (None: no budget); each computes a chunk of its prompt. A
+        request whose LoRA adapter would be one too many in the batch is passed over and keeps
+        its place in the queue."""
         prefill_tokens = 0
+        adapters = {r.adapter for r in self.running if r.adapter is not None}
+        passed: list[SimRequest] = []
         while self.waiting and len(self.running) < self._max_num_seqs and (left is None
                                                                           or left > 0):
             request = self.waiting[0]
-            context = request.prompt_tokens + request.generated
-            shared = self._shareable(request)
-            new_shared = sum(1 for h in shared if h not in self._shared_refs)
-            private = max(0, self._blocks_for(context) - len(shared))
-            reserve = self._watermark_blocks if self.running else 0
-            if private + new_shared + reserve > self.free_blocks:
+            if self.lora is not None and not self.lora.can_join(request.adapter, adapters):
+                passed.append(self.waiting.popleft())
+                continue
+            chunk = self._admit_one(request, left)
+            if chunk is None:
                 break
-            cached = self._count_cached_tokens(request, context)
-            compute = context - cached
-            self.waiting.popleft()
-            self._hold(request, shared)
-            self._allocate(request, private)
-            self.running.append(request)
-            self._record_admission(request, cached)
-            request.prefill_left = compute
-            request.chunk = compute if left is None else min(compute, left)
-            prefill_tokens += request.chunk
-            left = None if left is None else left - request.chunk
+            if self.lora is not None and request.adapter is not None:
+                self.lora.activate(request.adapter, adapters)
+                adapters.add(request.adapter)
+            prefill_tokens += chunk
+            left = None if left is None else left - chunk
+        self.waiting.extendleft(reversed(passed))
         return prefill_tokens
+
+    def _admit_one(self, request: SimRequest, left: int | None) -> int | None:
+        """Admit the first waiting request when its blocks fit: the prompt tokens it computes
+        this step; None: it does not fit (it stays first in the queue)."""
+        context = request.prompt_tokens + request.generated
+        shared = self._shareable(request)
+        new_shared = sum(1 for h in shared if h not in self._shared_refs)
+        private = max(0, self._blocks_for(context) - len(shared))
+        reserve = self._watermark_blocks if self.running else 0
+        if private + new_shared + reserve > self.free_blocks:
+            return None
+        cached = self._count_cached_tokens(request, context)
+        compute = context - cached
+        self.waiting.popleft()
+        self._hold(request, shared)
+        self._allocate(request, private)
+        self.running.append(request)
+        self._record_admission(request, cached)
+        request.prefill_left = compute
+        request.chunk = compute if left is None else min(compute, left)
+        return request.chunk
 
     def _count_cached_tokens(self, request: SimRequest, context: int) -> int:
         if self._prefix_cache is None:

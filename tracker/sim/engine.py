@@ -12,7 +12,8 @@ on which engines came before it in the process). Static batching (``batching: st
 are scheduled on absolute times (each starts where the previous one was due to end), so lateness
 of the event loop does not accumulate; with no work the task waits on an event rather than
 polling. No request sleeps on its own: every streamed token appears when the step that produced
-it ends.
+it ends. Speculative decoding (``tracker.sim.speculative``) and LoRA adapters
+(``tracker.sim.lora``) add their cost to the step they act in.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tracker.inputs.configs import ServingConfig, SimulatorSettings
@@ -35,7 +37,9 @@ from tracker.sim.kvcache import (
     compute_block_hashes,
     compute_kv_cache_spec,
 )
+from tracker.sim.lora import LoraSlots
 from tracker.sim.sampling import StepJitter, draw_run_factor, plan_output
+from tracker.sim.speculative import SpecCounters, Speculator
 
 DEFAULT_MAX_NUM_SEQS = 256
 _log = logging.getLogger(__name__)
@@ -56,6 +60,7 @@ class Generation:
     max_tokens: int
     temperature: float
     ignore_eos: bool
+    adapter: str | None = None  # the LoRA adapter the request's model names (None: the base)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,18 +81,32 @@ class EngineSnapshot:
     gpu_memory_used_bytes: int = 0  # per simulated GPU: weights + the KV pool (from the start)
     num_gpu_blocks: int = 0
     block_size: int = 0
+    spec_decode: SpecCounters | None = None  # None: no speculative decoding
+    lora: LoraSnapshot | None = None  # None: no LoRA
+
+
+@dataclass(frozen=True, slots=True)
+class LoraSnapshot:
+    max_loras: int
+    running: tuple[str, ...]  # adapters of the running requests, sorted
+    waiting: tuple[str, ...]  # adapters of the waiting ones
+    loads: int  # adapters loaded into a slot since start
 
 
 def compute_step_s(
     settings: SimulatorSettings, prefill_tokens: int, batch_size: int, jitter_factor: float,
-    *, kv_read_bytes: int = 0, weights_fraction: float = 1.0,
+    *, kv_read_bytes: int = 0, weights_fraction: float = 1.0, extra_s: float = 0.0,
 ) -> float:
     prefill_s = settings.prefill_s_per_token * prefill_tokens
     share = settings.decode_weights_share
     base_s = settings.decode_base_s * (1.0 - share + share * weights_fraction)
     decode_s = (base_s + settings.decode_per_seq_s * batch_size
                 + settings.decode_s_per_kv_gib * kv_read_bytes / GIB)
-    return (prefill_s + decode_s) * jitter_factor
+    return (prefill_s + decode_s + extra_s) * jitter_factor
+
+
+def _adapters_of(requests: Iterable[SimRequest]) -> tuple[str, ...]:
+    return tuple(sorted({r.adapter for r in requests if r.adapter is not None}))
 
 
 class Engine:
@@ -99,9 +118,12 @@ class Engine:
         self.prefix_caching = bool(args.enable_prefix_caching)
         prefix_cache = PrefixCache(self.kv.num_blocks) if self.prefix_caching else None
         reserve = self.max_model_len if settings.batching == "static" else None
+        spec = args.speculative_config
         self._scheduler = Scheduler(
             self.kv, args.max_num_seqs or DEFAULT_MAX_NUM_SEQS, args.max_num_batched_tokens,
             prefix_cache, reserve,
+            speculator=None if spec is None else Speculator(spec, settings, run_ordinal),
+            lora=LoraSlots.from_engine(args, settings),
         )
         self._jitter = StepJitter(settings.seed, settings.noise)
         self._run_factor = draw_run_factor(settings.seed, settings.run_noise, run_ordinal)
@@ -162,7 +184,17 @@ class Engine:
             gpu_memory_used_bytes=self.kv.gpu_memory_used_bytes,
             num_gpu_blocks=self.kv.num_blocks,
             block_size=self.kv.block_size,
+            spec_decode=None if scheduler.speculator is None
+            else scheduler.speculator.snapshot(),
+            lora=self._lora_snapshot(),
         )
+
+    def _lora_snapshot(self) -> LoraSnapshot | None:
+        scheduler = self._scheduler
+        if scheduler.lora is None:
+            return None
+        return LoraSnapshot(scheduler.lora.max_loras, _adapters_of(scheduler.running),
+                            _adapters_of(scheduler.waiting), scheduler.lora.loads)
 
     def _build_request(self, generation: Generation) -> SimRequest:
         ordinal = next(self._ordinals)
@@ -176,9 +208,10 @@ class Engine:
         block_hashes: tuple[int, ...] = ()
         if self.prefix_caching:
             tokens = [token for part in generation.prompt_parts for token in split_tokens(part)]
-            block_hashes = compute_block_hashes(tokens, self.kv.block_size)
+            block_hashes = compute_block_hashes(tokens, self.kv.block_size, generation.adapter)
         return SimRequest(
-            generation.prompt_tokens, block_hashes, output_tokens, generation.max_tokens, words
+            generation.prompt_tokens, block_hashes, output_tokens, generation.max_tokens, words,
+            generation.adapter,
         )
 
     async def _run(self) -> None:
@@ -207,6 +240,7 @@ class Engine:
                 self._jitter.next_factor() * self._run_factor,
                 kv_read_bytes=scheduler.compute_kv_read_bytes(),
                 weights_fraction=self.kv.weights_fraction,
+                extra_s=scheduler.compute_features_step_s(self._settings),
             )
             step_end_s = step_start_s + step_s
             await asyncio.sleep(max(0.0, step_end_s - loop.time()))

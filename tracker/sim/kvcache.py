@@ -140,10 +140,12 @@ def _check_fits(spec: KvCacheSpec, engine: EngineArgs) -> None:
         )
 
 
-def compute_block_hashes(tokens: Sequence[str], block_size: int) -> tuple[int, ...]:
-    """Chained hashes of the full blocks of ``tokens``: equal prefixes give equal leading hashes."""
+def compute_block_hashes(tokens: Sequence[str], block_size: int,
+                         salt: str | None = None) -> tuple[int, ...]:
+    """Chained hashes of the full blocks of ``tokens``: equal prefixes give equal leading hashes;
+    a ``salt`` (a LoRA adapter's name: vLLM keeps each adapter's KV apart) starts another chain."""
     hashes: list[int] = []
-    previous = 0
+    previous = 0 if salt is None else hash(("salt", salt))
     for start in range(0, len(tokens) - block_size + 1, block_size):
         previous = hash((previous, *tokens[start : start + block_size]))
         hashes.append(previous)

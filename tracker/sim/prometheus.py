@@ -1,10 +1,15 @@
 """The simulator's ``/metrics``: Prometheus text under vLLM's metric names and labels, and its
 own (``tracker_sim:*``): the simulated memory, which no NVML can see; the tracker reads
-``tracker_sim:gpu_memory_used_bytes`` as the GPU memory of the target (``tracker.metrics``)."""
+``tracker_sim:gpu_memory_used_bytes`` as the GPU memory of the target (``tracker.metrics``).
+With speculative decoding, vLLM's ``spec_decode_*`` counters (only then, as vLLM); with LoRA,
+vLLM's ``lora_requests_info`` and the simulator's count of adapter loads."""
 
 from __future__ import annotations
 
-from tracker.sim.engine import EngineSnapshot
+import time
+
+from tracker.sim.engine import EngineSnapshot, LoraSnapshot
+from tracker.sim.speculative import SpecCounters
 
 _GAUGES = (
     ("vllm:num_requests_running", "Number of requests in model execution batches.",
@@ -61,4 +66,43 @@ def render_metrics(snapshot: EngineSnapshot, model: str) -> str:
     for reason in sorted({*_FINISH_REASONS, *successes}):
         value = float(successes.get(reason, 0))
         lines.append(f'{_SUCCESS}{{finished_reason="{reason}",{labels}}} {value!r}')
+    if snapshot.spec_decode is not None:
+        lines += render_spec_decode(snapshot.spec_decode, labels)
+    if snapshot.lora is not None:
+        lines += render_lora(snapshot.lora, labels)
     return "\n".join(lines) + "\n"
+
+
+_SPEC = (
+    ("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", "drafts"),
+    ("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", "draft_tokens"),
+    ("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", "accepted_tokens"),
+)
+_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+def render_spec_decode(counters: SpecCounters, labels: str) -> list[str]:
+    """vLLM's speculative-decoding counters (``prometheus_client`` adds ``_total``)."""
+    lines: list[str] = []
+    for name, help_text, attribute in _SPEC:
+        value = float(getattr(counters, attribute))
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter",
+                  f"{name}_total{{{labels}}} {value!r}"]
+    lines += [f"# HELP {_PER_POS} Accepted tokens per draft position.",
+              f"# TYPE {_PER_POS} counter"]
+    for position, count in enumerate(counters.accepted_per_position or ()):
+        lines.append(f'{_PER_POS}_total{{{labels},position="{position}"}} {float(count)!r}')
+    return lines
+
+
+def render_lora(lora: LoraSnapshot, labels: str) -> list[str]:
+    """vLLM's ``lora_requests_info`` (its labels say which adapters run and wait; the value is
+    when it was set) and the simulator's count of adapters loaded into a slot."""
+    info = (f'max_lora="{lora.max_loras}",running_lora_adapters="{",".join(lora.running)}",'
+            f'waiting_lora_adapters="{",".join(lora.waiting)}"')
+    return ["# HELP vllm:lora_requests_info Running stats on lora requests.",
+            "# TYPE vllm:lora_requests_info gauge",
+            f"vllm:lora_requests_info{{{info}}} {time.time()!r}",
+            "# HELP tracker_sim:lora_loads_total LoRA adapters loaded into a GPU slot.",
+            "# TYPE tracker_sim:lora_loads_total counter",
+            f"tracker_sim:lora_loads_total{{{labels}}} {float(lora.loads)!r}"]

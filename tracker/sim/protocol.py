@@ -48,6 +48,16 @@ class CompletionRequest:
 class ModelLimits:
     model: str
     max_model_len: int
+    adapters: frozenset[str] = frozenset()  # the LoRA adapters served (engine.lora_modules)
+
+    def adapter_of(self, model: object) -> str | None:
+        """The adapter a request's ``model`` names (None: the base model, or no model given);
+        a name that is neither is vLLM's 404."""
+        if model is None or model == self.model:
+            return None
+        if isinstance(model, str) and model in self.adapters:
+            return model
+        raise ApiError(404, f"The model `{model}` does not exist.", "model", "model_not_found")
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
@@ -63,7 +73,7 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
 
 
 def parse_chat_request(body: dict[str, Any], limits: ModelLimits) -> CompletionRequest:
-    _check_model(body, limits)
+    adapter = limits.adapter_of(body.get("model"))
     roles, contents = _parse_messages(body.get("messages"))
     max_tokens = body.get("max_completion_tokens")
     param = "max_completion_tokens"
@@ -72,20 +82,23 @@ def parse_chat_request(body: dict[str, Any], limits: ModelLimits) -> CompletionR
     pairs = zip(roles, contents, strict=True)
     prompt_text = "\x1e".join(f"{role}\x1f{text}" for role, text in pairs)
     prompt_tokens = sum(count_tokens(text) for text in contents)
-    return _build(body, True, prompt_text, contents, prompt_tokens, (max_tokens, param), limits)
+    return _build(body, True, prompt_text, contents, prompt_tokens, (max_tokens, param), limits,
+                  adapter)
 
 
 def parse_completion_request(body: dict[str, Any], limits: ModelLimits) -> CompletionRequest:
-    _check_model(body, limits)
+    adapter = limits.adapter_of(body.get("model"))
     prompt = _parse_prompt(body.get("prompt"))
     max_tokens = body.get("max_tokens", COMPLETION_DEFAULT_MAX_TOKENS)
     prompt_tokens = count_tokens(prompt)
-    return _build(body, False, prompt, (prompt,), prompt_tokens, (max_tokens, "max_tokens"), limits)
+    return _build(body, False, prompt, (prompt,), prompt_tokens, (max_tokens, "max_tokens"), limits,
+                  adapter)
 
 
 def _build(
     body: dict[str, Any], chat: bool, prompt_text: str, parts: tuple[str, ...],
     prompt_tokens: int, max_tokens_field: tuple[object, str], limits: ModelLimits,
+    adapter: str | None = None,
 ) -> CompletionRequest:
     _check_n(body.get("n"))
     max_tokens = _parse_max_tokens(*max_tokens_field, prompt_tokens, limits.max_model_len, chat)
@@ -98,15 +111,9 @@ def _build(
     generation = Generation(
         prompt_text=prompt_text, prompt_parts=parts, prompt_tokens=prompt_tokens,
         max_tokens=max_tokens, temperature=_parse_temperature(body.get("temperature")),
-        ignore_eos=_parse_bool(body, "ignore_eos"),
+        ignore_eos=_parse_bool(body, "ignore_eos"), adapter=adapter,
     )
     return CompletionRequest(chat, generation, stream, include_usage)
-
-
-def _check_model(body: dict[str, Any], limits: ModelLimits) -> None:
-    model = body.get("model")
-    if model is not None and model != limits.model:
-        raise ApiError(404, f"The model `{model}` does not exist.", "model", "model_not_found")
 
 
 def _parse_messages(messages: object) -> tuple[tuple[str, ...], tuple[str, ...]]:

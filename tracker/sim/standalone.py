@@ -5,12 +5,15 @@ args arrive as vLLM flags (``--block-size 16 --gpu-memory-utilization 0.9 --quan
 --enable-prefix-caching ...``), the simulator's own settings as ``--sim-*`` flags, and it prints
 the startup lines a vLLM server prints (weights, KV-cache memory and tokens, maximum concurrency,
 the server version and address), so the launcher's log parsing is exercised too. Flags vLLM has
-that the simulator does not model are accepted and named in a warning.
+that the simulator does not model are accepted and named in a warning. The structured ones take
+vLLM's forms: ``--speculative-config JSON``, ``--lora-modules name=path ...`` (or JSON objects
+with ``name`` and ``path``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -28,6 +31,7 @@ from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, KvCacheSpec, compute_kv_c
 from tracker.sim.server import serve_forever
 
 _ENGINE_FLAGS = [name for name in EngineArgs.model_fields if name != "extra_args"]
+_SWITCHES = frozenset({"enable_prefix_caching", "enable_lora"})
 _SIM_FLAGS = list(SimulatorSettings.model_fields)
 
 
@@ -46,8 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000)
     for name in _ENGINE_FLAGS:
         flag = "--" + name.replace("_", "-")
-        if name == "enable_prefix_caching":
+        if name in _SWITCHES:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        elif name == "lora_modules":
+            parser.add_argument(flag, dest=name, nargs="+", default=None)
         else:
             parser.add_argument(flag, dest=name, default=None)
     for name in _SIM_FLAGS:
@@ -55,10 +61,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _lora_modules(items: list[str]) -> dict[str, str]:
+    """vLLM's ``--lora-modules``: each ``name=path`` or a JSON object with name and path."""
+    modules: dict[str, str] = {}
+    for item in items:
+        if item.startswith("{"):
+            found = json.loads(item)
+            modules[str(found["name"])] = str(found["path"])
+        else:
+            name, _, path = item.partition("=")
+            modules[name] = path
+    return modules
+
+
 def _coerce(value: object) -> object:
-    """A flag's text as the number it spells, so ``--block-size 16`` meets ``Literal[16]``."""
+    """A flag's text as the number it spells, so ``--block-size 16`` meets ``Literal[16]``; a
+    JSON object's text (``--speculative-config``) as the object; ``--lora-modules`` as its
+    mapping."""
+    if isinstance(value, list):
+        return _lora_modules([str(item) for item in value])
     if not isinstance(value, str):
         return value
+    if value.startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
     for kind in (int, float):
         try:
             return kind(value)

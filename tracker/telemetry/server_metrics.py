@@ -25,7 +25,10 @@ max). What is kept, per workload, under vLLM's names:
   V0, an older SGLang) gets its hit-rate gauge's mean over the scrapes instead; neither: absent;
 - the server's own latency histograms as means over the workload (Δsum / Δcount):
   ``server_ttft_mean_s``, ``server_tpot_mean_s``, ``server_itl_mean_s``, ``server_e2el_mean_s``,
-  ``server_queue_time_mean_s``, ``server_prefill_time_mean_s``, ``server_decode_time_mean_s``.
+  ``server_queue_time_mean_s``, ``server_prefill_time_mean_s``, ``server_decode_time_mean_s``;
+- speculative decoding, where the server drafts: vLLM's ``spec_decode_*`` counters' deltas and
+  the acceptance rate, mean acceptance length and per-position rates they give
+  (``tracker.telemetry.spec_decode``).
 
 A target without ``/metrics`` (404, refused, none of these names declared) is "not measured", never
 an error; so is one whose kept lines do not parse (the reason quotes the parser).
@@ -45,6 +48,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tracker.load.generator import Endpoint
 from tracker.redaction import redact_one_line
 from tracker.results import ServerTelemetry
+from tracker.telemetry import spec_decode
 
 DEFAULT_SCRAPE_INTERVAL_S = 0.5
 SCRAPE_TIMEOUT_S = 5.0
@@ -63,6 +67,7 @@ COUNTERS: dict[str, tuple[str, ...]] = {
     "request_success": ("request_success_total",),
     "prefix_cache_queries": ("prefix_cache_queries_total", "gpu_prefix_cache_queries_total"),
     "prefix_cache_hits": ("prefix_cache_hits_total", "gpu_prefix_cache_hits_total"),
+    **spec_decode.COUNTERS,
 }
 HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "server_ttft": ("time_to_first_token_seconds",),
@@ -83,7 +88,7 @@ _MAX_AGGREGATED = ("_perc", "hit_rate")  # fractions are not summed over label s
 _VLLM_NAMES: dict[str, tuple[str, ...]] = {name: (name,) for name in (
     *(n for names in (*GAUGES.values(), *COUNTERS.values()) for n in names),
     *(f"{n}_{part}" for names in HISTOGRAMS.values() for n in names for part in ("sum", "count")),
-    HIT_RATE_GAUGE)}
+    HIT_RATE_GAUGE, *spec_decode.PER_POSITION_NAMES)}
 # llama-server: no KV-usage gauge (the older kv_cache_usage_ratio is read where it exists), and
 # its prompt_tokens_total leaves the cached tokens out, where vLLM's counts every prompt token
 LLAMACPP_NAMES: dict[str, tuple[str, ...]] = {
@@ -162,7 +167,10 @@ def parse_prometheus_text(text: str) -> dict[str, float]:
         value = float(sample.value)
         if not math.isfinite(value):
             continue
-        for name in _vllm_names(sample.name):
+        for vllm_name in _vllm_names(sample.name):
+            name = spec_decode.compute_sample_key(vllm_name, sample.labels)
+            if name is None:
+                continue
             if name in values and name.endswith(_MAX_AGGREGATED):
                 values[name] = max(values[name], value)
             else:
@@ -211,6 +219,8 @@ def compute_server_values(before: Mapping[str, float], during: Sequence[Mapping[
         delta = _delta(before, after, names)
         if delta is not None:
             values[key] = delta
+    values.update(spec_decode.compute_position_deltas(before, after))
+    values.update(spec_decode.compute_acceptance(values))
     rate = compute_hit_rate(values)
     if rate is None:
         rates = [s[HIT_RATE_GAUGE] for s in window if HIT_RATE_GAUGE in s]
@@ -355,9 +365,10 @@ def merge_summaries(workloads: Sequence[ServerTelemetry]) -> dict[str, float]:
         for key, value in item.values.items():
             if key.endswith("_peak"):
                 merged[key] = max(merged.get(key, value), value)
-            elif key in COUNTERS:
+            elif key in COUNTERS or spec_decode.is_position_key(key):
                 sums[key] += value
     merged.update(sums)
+    merged.update(spec_decode.compute_acceptance(merged))
     rate = compute_hit_rate(merged)
     rates = [w.values["prefix_cache_hit_rate"] for w in measured
              if "prefix_cache_hit_rate" in w.values]
