@@ -35,6 +35,9 @@ def dispatch(args: argparse.Namespace) -> int:
     if command == "dashboard":
         from tracker.cli import dashboard_command
         return dashboard_command.cmd_dashboard(args)
+    if command == "mcp":
+        from tracker.cli import mcp_command
+        return mcp_command.cmd_mcp(args)
     if command == "bench":
         from tracker.cli import bench_command
         return bench_command.cmd_bench(args)

@@ -228,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--user-header", metavar="NAME",
                            help="that header (default: X-Forwarded-User)")
 
+    add_mcp_parser(sub)
     _add_bench(sub)
     add_import_parser(sub)
 
@@ -241,6 +242,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_schedule_parsers(sub)
     add_gate_parsers(sub)
     return parser
+
+
+def add_mcp_parser(sub: Subparsers) -> None:
+    mcp = sub.add_parser("mcp", help="serve the store to coding agents over the Model Context "
+                                     "Protocol (stdio, or HTTP on 127.0.0.1); docs/mcp.md")
+    _add_db(mcp)
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                     help="stdio (default: the agent starts this command) or streamable HTTP")
+    mcp.add_argument("--host", metavar="ADDRESS",
+                     help="HTTP: address to serve on (default: 127.0.0.1); any other needs "
+                          "--trust-proxy-auth")
+    mcp.add_argument("--port", type=_port, metavar="N", help="HTTP: port (default: 8765)")
+    mcp.add_argument("--allow-writes", action="store_true",
+                     help="allow the tools that queue runs and bisections and triage "
+                          "regressions (default: read-only)")
+    mcp.add_argument("--trust-proxy-auth", action="store_true",
+                     help="HTTP: a reverse proxy in front authenticates every request and "
+                          "names the user in a header (it must replace a client's)")
+    mcp.add_argument("--user-header", metavar="NAME",
+                     help="that header (default: X-Forwarded-User)")
 
 
 def add_import_parser(sub: Subparsers) -> None:
