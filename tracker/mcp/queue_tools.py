@@ -30,22 +30,21 @@ from tracker.mcp.shapes import short
 from tracker.redaction import redact_one_line
 from tracker.scheduling.nightly_bisect import BisectCandidate
 from tracker.scheduling.queueing import compute_suite_body
-from tracker.store.bisections import StoredBisection, fetch_bisections
+from tracker.store.bisections import StoredBisection, fetch_bisection
 from tracker.store.db import retry_when_locked
 from tracker.store.regressions import fetch_config_version
 from tracker.store.run_queue import (
     NewRequest,
     RequestKind,
-    RequestStatus,
     RunRequest,
     enqueue_job,
     enqueue_requests,
-    fetch_requests,
+    fetch_job_request,
+    fetch_request,
 )
 from tracker.store.runs import fetch_config_versions
 from tracker.store.values import ConfigVersionRow
 
-BISECTIONS_SCANNED = 1000
 Labels = dict[Name, Name]
 
 
@@ -163,38 +162,19 @@ def queued(request_id: int, kind: str, what: str) -> dict[str, Any]:
 
 def find_job(context: ToolContext, key: str) -> int | None:
     with Session(context.engine) as session:
-        return next((r.id for r in fetch_requests(session, None, limit=2**62)
-                     if r.job_key == key), None)
+        request = fetch_job_request(session, key)
+        return None if request is None else request.id
 
 
 def get_request(context: ToolContext, query: RequestId) -> dict[str, Any]:
     with Session(context.engine) as session:
-        request = find_request(session, query.request_id)
+        request = fetch_request(session, query.request_id)
         if request is None:
             raise NotFoundError(f"request_id: no request {query.request_id} on the run queue; "
                                 "queue_run and queue_bisection answer the ids they queue")
-        bisection = None if request.bisection_id is None else find_bisection(
+        bisection = None if request.bisection_id is None else fetch_bisection(
             session, request.bisection_id)
     return request_json(request, bisection)
-
-
-def find_request(session: Session, request_id: int) -> RunRequest | None:
-    """The request by id. The store lists requests oldest first, by status; the open ones are
-    few, so an agent polling a queued or running request is answered at once, and a finished
-    one costs a read of the queue up to it (one status at a time, in the order a request goes
-    through them, then every status: one that moved meanwhile is found too)."""
-    for statuses in ([RequestStatus.QUEUED], [RequestStatus.RUNNING], [RequestStatus.FAILED],
-                     None):
-        found = [r for r in fetch_requests(session, statuses, limit=request_id)
-                 if r.id == request_id]
-        if found:
-            return found[0]
-    return None
-
-
-def find_bisection(session: Session, bisection_id: int) -> StoredBisection | None:
-    return next((b for b in fetch_bisections(session, limit=BISECTIONS_SCANNED)
-                 if b.bisection_id == bisection_id), None)
 
 
 def request_json(request: RunRequest, bisection: StoredBisection | None) -> dict[str, Any]:

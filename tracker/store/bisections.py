@@ -56,6 +56,12 @@ def fetch_bisections(session: Session, *, run_ids: Sequence[int] | None = None,
     return [_value(session, row) for row in session.scalars(query)]
 
 
+def fetch_bisection(session: Session, bisection_id: int) -> StoredBisection | None:
+    """One bisection by its id; None when there is none."""
+    row = session.get(BisectionModel, bisection_id)
+    return None if row is None else _value(session, row)
+
+
 def _value(session: Session, row: BisectionModel) -> StoredBisection:
     links = session.scalars(select(BisectionRunModel).where(
         BisectionRunModel.bisection_id == row.id).order_by(BisectionRunModel.id))

@@ -315,6 +315,19 @@ def fetch_requests(session: Session, statuses: Sequence[RequestStatus] | None = 
     return [_request(row) for row in session.scalars(query.limit(limit)).all()]
 
 
+def fetch_request(session: Session, request_id: int) -> RunRequest | None:
+    """One request by its id, whatever its status; None when there is none."""
+    row = session.get(RunRequestModel, request_id)
+    return None if row is None else _request(row)
+
+
+def fetch_job_request(session: Session, job_key: str) -> RunRequest | None:
+    """The first request queued under this job key (a bisection's), or None."""
+    row = session.scalars(select(RunRequestModel).where(RunRequestModel.job_key == job_key)
+                          .order_by(RunRequestModel.id).limit(1)).first()
+    return None if row is None else _request(row)
+
+
 def _request(row: RunRequestModel) -> RunRequest:
     return RunRequest(
         id=row.id, schedule_name=row.schedule_name, slot_at=row.slot_at, position=row.position,
