@@ -13,7 +13,7 @@ _.cache_ok  # SQLAlchemy reads it on a TypeDecorator (UTCDateTime) before cachin
 _.process_bind_param  # SQLAlchemy TypeDecorator hook: a value on its way into the database
 _.process_result_value  # SQLAlchemy TypeDecorator hook: a value read back from the database
 _.isolation_level  # set on the sqlite3 DBAPI connection, which reads it (store/migrating.py)
-_.connection_made  # asyncio.Protocol callback (load/http1.py, bench/loadgen.py)
+_.connection_made  # asyncio.Protocol callback (http_client/connection.py, bench/loadgen.py)
 _.data_received  # asyncio.Protocol callback
 _.resume_writing  # asyncio.Protocol flow-control callback
 _.eof_received  # asyncio.Protocol callback

@@ -265,7 +265,7 @@ async def _check(url: str) -> None:
     from tracker.inputs.suites import Suite, build_loaded_suite, load_suite
     from tracker.load.generator import Endpoint
     from tracker.targets.exact_prompts import adapt_suite_traffic
-    from tracker.targets.tokenizers import open_tokenizer
+    from tracker.targets.model_tokenizer import open_tokenizer
 
     bench = build_workload(BenchArgs(url, endpoint_type="completions", random_input_len=256,
                                      random_output_len=16, num_prompts=24, max_concurrency=4,

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tracker.load.http1 import PollClock  # noqa: E402 (after the path above)
+from tracker.http_client.connection import PollClock  # noqa: E402 (after the path above)
 
 TOKENS = 128
 _ID = re.compile(rb'"user":"bench-(\d+)"')

@@ -1,4 +1,4 @@
-"""Write the result files tests/imports reads: other tools' own output, with how each was made.
+"""Write the result files tests/ingest reads: other tools' own output, with how each was made.
 
     python bench/peer_fixtures.py vllm                      # the vLLM schema fixture
     python bench/peer_fixtures.py aiperf --aiperf BIN       # run AIPerf against the simulator

@@ -64,6 +64,6 @@ culprits = compareview.culprit_frame(compareview.load_bisections(url, pair.base_
 if not culprits.empty:
     st.subheader("Which change did it")
     st.caption("From `tracker bisect`: probes applying some of the head's changes to the base, "
-               "each judged against interleaved base runs (docs/gate.md, Bisection).")
+               "each judged against interleaved base runs (docs/bisect.md).")
     ui.dataframe(culprits, column_config={
         "share %": st.column_config.NumberColumn(format="%.0f%%")})

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from tracker.analysis import FamilyJudgement, compare_samples, judge_family
-from tracker.analysis.family import compute_holm_adjusted
+from tracker.analysis.holm import compute_holm_adjusted
 from tracker.metrics import REGISTRY
 
 TTFT = REGISTRY["ttft_median_s"]

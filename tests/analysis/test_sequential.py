@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tracker.analysis import Outcome
-from tracker.analysis.family import compute_holm_adjusted
+from tracker.analysis.holm import compute_holm_adjusted
 from tracker.analysis.policy import Look, RowEvidence
 from tracker.analysis.sequential import (
     RowStatus,

@@ -289,7 +289,7 @@ def _varied_run(engine: Engine, seed: int = 3) -> int:
 
 def test_a_run_written_as_an_llmd_report_imports_back_to_the_same_statistics(
         sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tracker.imports.llmd import render_llmd_report
+    from tracker.ingest.llmd import render_llmd_report
 
     engine = open_store(sqlite_url)
     try:

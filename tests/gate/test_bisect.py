@@ -20,9 +20,7 @@ from sqlalchemy.orm import Session
 
 from tests.waiting import wait_for
 from tracker.analysis import Outcome, Verdict
-from tracker.cli.main import main
-from tracker.errors import UsageError
-from tracker.gate.bisect import (
+from tracker.bisection.plan import (
     BisectOutcome,
     BudgetSpent,
     ProbeJudgement,
@@ -30,8 +28,10 @@ from tracker.gate.bisect import (
     compute_share,
     search_culprits,
 )
+from tracker.bisection.probes import BisectBudget, build_probe_config, compute_failing_row
+from tracker.cli.main import main
+from tracker.errors import UsageError
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
-from tracker.gate.probes import BisectBudget, build_probe_config, compute_failing_row
 from tracker.inputs.configs import load_config
 from tracker.results import compute_run_source
 from tracker.store.bisections import fetch_bisections
@@ -331,9 +331,9 @@ def test_gate_bisect_refuses_stored_runs_and_a_zero_budget(
 
 def test_a_refused_probe_config_is_invalid_and_no_probe_starts_past_the_budget(
         files: dict[str, Path]) -> None:
+    from tracker.bisection.probes import ProbeRunner
     from tracker.gate.config_refs import ConfigSide
     from tracker.gate.gating import GateDesign, GateOptions
-    from tracker.gate.probes import ProbeRunner
     from tracker.inputs.suites import load_suite
 
     gateway = files["dir"] / "gateway.yaml"  # kind openai needs base_url, and no simulator

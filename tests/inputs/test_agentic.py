@@ -11,7 +11,7 @@ import pytest
 from tracker.errors import ConfigError
 from tracker.inputs.agentic import SUBAGENT_TOOL, TOOL_NAMES
 from tracker.inputs.suites import LoadedSuite, load_suite
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTIC = ("{source: agentic, system_prompt_tokens: 40, user_turns: 2, user_tokens: 6, "

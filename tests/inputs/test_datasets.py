@@ -11,7 +11,7 @@ import pytest
 
 from tracker.errors import ConfigError
 from tracker.inputs.suites import Suite, build_loaded_suite, load_suite
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 
 SHAREGPT = [
     {"id": "a", "conversations": [

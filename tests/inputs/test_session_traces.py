@@ -12,7 +12,7 @@ import pytest
 
 from tracker.errors import ConfigError
 from tracker.inputs.suites import LoadedSuite, load_suite
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 Row = dict[str, Any]

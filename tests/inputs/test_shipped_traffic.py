@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from tracker.inputs.suites import load_suite
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAFFIC = ROOT / "baselines" / "traffic"

@@ -13,7 +13,7 @@ import pytest
 
 from tracker.errors import ConfigError
 from tracker.inputs.suites import Suite, load_suite
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 from tracker.load.bodies import build_request_specs
 
 ROOT = Path(__file__).resolve().parents[2]

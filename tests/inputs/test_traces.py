@@ -11,8 +11,8 @@ import pytest
 from tracker.errors import ConfigError
 from tracker.inputs.prompts import SplitMix64, derive_seed, generate_words
 from tracker.inputs.suites import load_suite
-from tracker.inputs.tokenizer import count_tokens
-from tracker.inputs.word_blocks import compute_keyed_seeds, generate_word_runs
+from tracker.inputs.word_text import compute_keyed_seeds, generate_word_runs
+from tracker.inputs.word_tokenizer import count_tokens
 
 MOONCAKE = [
     {"timestamp": 0, "input_length": 20, "output_length": 5, "hash_ids": [1, 2, 3]},

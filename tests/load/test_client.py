@@ -1,4 +1,4 @@
-"""tracker.load.client against real servers on 127.0.0.1: keep-alive, failures, proxies and TLS.
+"""tracker.http_client.client against real servers on 127.0.0.1: keep-alive, failures, proxies and TLS.
 
 The servers here are asyncio servers written for the test, so each can misbehave exactly as a case
 needs (close an idle connection, never answer, refuse a tunnel); the forward proxy is a real one
@@ -25,9 +25,9 @@ import pytest
 from tests.scripted_server import DONE, ServerFactory, chat_chunk, token_stream, usage_chunk
 from tracker.errors import ConfigError
 from tracker.eventloop import run_async
-from tracker.load.client import Route, WireClient, parse_route
+from tracker.http_client.client import Route, WireClient, parse_route
+from tracker.http_client.sse import StreamError
 from tracker.load.generator import Endpoint, RequestSpec, open_client, run_request
-from tracker.load.sse import StreamError
 from tracker.results import RequestRecord, TokenSource
 from tracker.targets.launcher import find_free_port
 

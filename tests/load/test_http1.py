@@ -1,4 +1,4 @@
-"""The HTTP/1.1 response parser of tracker.load.http1, fed byte by byte through ``data_received``.
+"""The HTTP/1.1 response parser of tracker.http_client.connection, fed byte by byte through ``data_received``.
 
 A recording transport stands in for the socket here: what is under test is pure parsing (framing,
 keep-alive, stamps), and feeding reads by hand is the only way to put a read boundary at every byte.
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.scripted_server import DONE, chat_chunk, usage_chunk
-from tracker.load.http1 import (
+from tracker.http_client.connection import (
     MAX_HEAD_BYTES,
     Http1Connection,
     PollClock,
@@ -25,7 +25,7 @@ from tracker.load.http1 import (
     StaleConnection,
     parse_head,
 )
-from tracker.load.sse import StreamError
+from tracker.http_client.sse import StreamError
 
 
 class RecordingTransport(asyncio.Transport):

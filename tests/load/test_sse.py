@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tracker.load.sse import AnswerScanner, StreamError, StreamScanner
+from tracker.http_client.sse import AnswerScanner, StreamError, StreamScanner
 
 
 def event(obj: Any, *, compact: bool = True, crlf: bool = False) -> bytes:

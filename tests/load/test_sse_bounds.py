@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.local_http import LocalServer
-from tracker.load.sse import MAX_LINE_BYTES, StreamError, StreamScanner
+from tracker.http_client.sse import MAX_LINE_BYTES, StreamError, StreamScanner
 
 LINE_BYTES = 100 * 1024 * 1024  # what the attack sent on each stream
 STREAMS = 8

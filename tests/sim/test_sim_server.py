@@ -27,7 +27,7 @@ from tests.sim.sim_support import (
     wait_for_metrics,
 )
 from tracker.errors import MeasurementError
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 from tracker.sim import SimServer, ThreadedSimServer
 
 

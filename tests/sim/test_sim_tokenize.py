@@ -9,7 +9,7 @@ import aiohttp
 
 from tests.sim.conftest import ServerFactory
 from tests.sim.sim_support import MODEL, make_config
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 
 
 async def post(client: aiohttp.ClientSession, url: str, body: Any) -> tuple[int, Any]:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.sim.conftest import ServerFactory
 from tests.sim.sim_support import MODEL, make_config
+from tracker.http_client.sse import StreamScanner
 from tracker.inputs.suites import Workload
 from tracker.inputs.traffic import PlannedSession, PlannedTurn, WorkloadTraffic
 from tracker.load.bodies import build_session_requests
@@ -24,7 +25,6 @@ from tracker.load.phases import (
     compute_turn_results,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.load.sse import StreamScanner
 from tracker.metrics import compute_workload_metrics
 from tracker.reports.load_report import render_load_json, render_request_json
 from tracker.results import RequestRecord, TokenSource, WorkloadResult

@@ -26,7 +26,7 @@ from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite, load_s
 from tracker.load.generator import Endpoint
 from tracker.results import TokenSource
 from tracker.targets.exact_prompts import TokenizedTraffic, adapt_suite_traffic
-from tracker.targets.tokenizers import open_tokenizer
+from tracker.targets.model_tokenizer import open_tokenizer
 
 pytest.importorskip("gguf", reason="writing the model needs gguf: pip install 'tracker[tokenizer]'")
 needs_server = pytest.mark.skipif(

@@ -12,8 +12,8 @@ from tracker.load.generator import Endpoint
 from tracker.load.summary import compute_token_count_mismatches
 from tracker.results import RequestRecord, TokenSource
 from tracker.sim import SimServer
+from tracker.targets.model_tokenizer import VllmTokenizer, WordTokenizer
 from tracker.targets.output_tokens import run_output_token_counts
-from tracker.targets.tokenizers import VllmTokenizer, WordTokenizer
 
 CHUNKS_CHECK = ("content chunks (a chunk carries one token or more: more chunks than usage "
                 "tokens is a mismatch)")

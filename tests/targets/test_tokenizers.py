@@ -25,7 +25,7 @@ from tracker.targets.exact_prompts import (
     adapt_traffic,
     fit_text,
 )
-from tracker.targets.tokenizers import (
+from tracker.targets.model_tokenizer import (
     LocalTokenizer,
     TokenizerFailed,
     WordTokenizer,

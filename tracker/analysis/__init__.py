@@ -16,7 +16,7 @@ Public API (documented in docs/analysis.md and docs/changepoints.md):
 from tracker.analysis.attribution import Attribution, compute_attribution
 from tracker.analysis.changepoints import ChangePoint, detect_change_points
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
-from tracker.analysis.family import FamilyJudgement, judge_family
+from tracker.analysis.holm import FamilyJudgement, judge_family
 from tracker.analysis.monitor import ChangeMonitor
 from tracker.analysis.paired_quality import PairedItem, PairedQuality, compute_paired_quality
 from tracker.analysis.sequential import RowStatus, SequentialGate, SequentialRow, SequentialState

@@ -25,7 +25,7 @@ ratio. It picks a calibrated method for what it was given:
   with few runs the interval is honestly wide.
 
 Each direction is a one-sided test at ``alpha = 1 - confidence``; ``Verdict.p_value`` is the one
-in the metric's bad direction (what ``tracker.analysis.family.judge_family`` spends a gate's
+in the metric's bad direction (what ``tracker.analysis.holm.judge_family`` spends a gate's
 budget on). Four outcomes: a ``regression`` or an ``improvement`` when the change is significant
 in that direction *and* its estimate is at least ``min_effect`` (relative); ``no_change`` when
 the interval (each end a one-sided bound at ``confidence``: two one-sided tests) lies within
@@ -74,7 +74,7 @@ class Verdict:
     rel_change: float | None  # point estimate; None when nothing could be estimated
     ci: tuple[float, float] | None  # of rel_change: each end a one-sided bound at ``confidence``
     # one-sided: of "head is no worse than base", in the metric's bad direction (small: worse);
-    # what a family of verdicts is judged on (``tracker.analysis.family``). None: not estimated
+    # what a family of verdicts is judged on (``tracker.analysis.holm``). None: not estimated
     p_value: float | None
     statistic: str  # median | p90 | p99 | mean (of per-request values, or over runs)
     lower_is_better: bool

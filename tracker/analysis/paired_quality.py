@@ -6,7 +6,7 @@ say anything about a change: ``b`` right on base and wrong on head, ``c`` the re
 - the test: the exact McNemar test, a binomial test of ``b`` among the ``b + c`` discordant items
   at 1/2 (no normal approximation, so it holds for a handful of flips). The two-sided p-value is
   ``min(1, 2 P(X <= min(b, c)))``; the verdict spends the one-sided one in the bad direction,
-  ``P(X >= b)``, like every other row of a gate (``tracker.analysis.family``);
+  ``P(X >= b)``, like every other row of a gate (``tracker.analysis.holm``);
 - the interval of the accuracy difference (head - base, absolute): Newcombe's hybrid score
   interval for paired proportions (Newcombe 1998, method 10: each accuracy's Wilson interval,
   combined with the correlation phi of the pairs, phi's numerator corrected by n/2 towards 0

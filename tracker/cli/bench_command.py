@@ -56,9 +56,9 @@ from tracker.reports.run_report import render_run_json
 from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
 from tracker.targets.exact_prompts import adapt_suite_traffic
+from tracker.targets.model_tokenizer import Tokenizer, find_tokenizer_file, open_tokenizer
 from tracker.targets.output_tokens import run_output_token_counts, with_token_check
 from tracker.targets.server_check import ServerFacts, run_server_facts
-from tracker.targets.tokenizers import Tokenizer, find_tokenizer_file, open_tokenizer
 from tracker.telemetry.server_metrics import ServerScraper
 
 NAME = "bench"

@@ -1,5 +1,5 @@
 """``tracker bisect`` and ``tracker gate --bisect``: the glue between their arguments
-(tracker.cli.parsers) and the work (tracker.gate.probes, tracker.reports.bisect_report).
+(tracker.cli.parsers) and the work (tracker.bisection.probes, tracker.reports.bisect_report).
 
 ``tracker bisect`` runs the gate first (its rounds are the base and head controls); a head that
 does not regress is reported as such without a probe. The exit code is the gate's.
@@ -16,14 +16,14 @@ from tracker.errors import UsageError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from tracker.bisection.probes import BisectBudget, BisectResult
     from tracker.gate.config_refs import ConfigSide
     from tracker.gate.gating import GateResult
-    from tracker.gate.probes import BisectBudget, BisectResult
     from tracker.inputs.suites import LoadedSuite
 
 
 def compute_budget(args: argparse.Namespace) -> BisectBudget:
-    from tracker.gate.probes import DEFAULT_MAX_PROBES, BisectBudget
+    from tracker.bisection.probes import DEFAULT_MAX_PROBES, BisectBudget
 
     probes = DEFAULT_MAX_PROBES if args.max_probes is None else args.max_probes
     return BisectBudget(probes, args.max_minutes)  # UsageError for a bad flag
@@ -33,8 +33,8 @@ def run_gate_bisection(engine: Engine, sides: tuple[ConfigSide, ConfigSide],
                        suite: LoadedSuite, gate: GateResult,
                        args: argparse.Namespace) -> BisectResult:
     """Bisect what ``gate`` found, with the gate's design and options."""
+    from tracker.bisection.probes import run_bisection
     from tracker.cli.gate_commands import compute_design, compute_options
-    from tracker.gate.probes import run_bisection
 
     budget = compute_budget(args)
     return run_bisection(engine, sides[0], sides[1], suite, gate, compute_design(args),

@@ -1,6 +1,6 @@
 """``tracker export RUN --format vllm|llmd``: one workload of a stored run as ``vllm bench
 serve``'s ``--save-result --save-detailed`` JSON, or as an llm-d Benchmark Report v0.2
-(``tracker.imports.llmd.render_llmd_report``) (docs/export.md), so it can go where
+(``tracker.ingest.llmd.render_llmd_report``) (docs/export.md), so it can go where
 those files go; ``tracker import`` reads either back.
 
 The keys are vLLM's; the values the tracker's (same definitions: docs/import-formats.md's vLLM
@@ -25,7 +25,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         run = fetch_run(session, args.run_id)
     workload = _chosen(run, args.workload)
     if args.format == "llmd":
-        from tracker.imports.llmd import render_llmd_report
+        from tracker.ingest.llmd import render_llmd_report
 
         write_json(args.out, render_llmd_report(run, workload), "--out")
         return ExitCode.OK

@@ -20,9 +20,9 @@ from tracker.reports.diff_report import render_diff_text
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from tracker.bisection.probes import BisectResult
     from tracker.gate.config_refs import ConfigSide
     from tracker.gate.gating import GateDesign, GateOptions, GateResult
-    from tracker.gate.probes import BisectResult
 
 
 def dispatch(args: argparse.Namespace) -> int:

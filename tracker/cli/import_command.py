@@ -2,7 +2,7 @@
 the tracker's own ``tracker.run/1`` JSON as the one run it describes (every workload, its
 config's and suite's names, its simulated flag).
 
-The file is read and mapped first (``tracker.imports``): a bad file fails before the store is
+The file is read and mapped first (``tracker.ingest``): a bad file fails before the store is
 opened. A file already imported (same sha256) adds nothing.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tracker.errors import ExitCode, UsageError
-from tracker.imports import ImportedRun, load_imported
+from tracker.ingest import ImportedRun, load_imported
 from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN
 from tracker.results import RunStatus
 

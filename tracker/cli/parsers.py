@@ -425,7 +425,7 @@ def add_gate_parsers(sub: Subparsers) -> None:
     gate.add_argument("--quiet", action="store_true", help="no progress display")
     gate.add_argument("--bisect", action="store_true",
                       help="when the gate finds a regression, bisect it over the diff's fields "
-                           "(docs/gate.md#bisection)")
+                           "(docs/bisect.md)")
     _add_bisect_budget(gate)
     add_bisect_parser(sub)
 

@@ -271,7 +271,7 @@ class Target(_Strict):
     launch: LaunchSettings | None = None
     simulator: SimulatorSettings | None = None
     # A local tokenizer.json (or the model directory holding it), relative to the config file:
-    # prompts are built to exact token counts in it (tracker.targets.tokenizers); never fetched.
+    # prompts are built to exact token counts in it (tracker.targets.model_tokenizer); never fetched.
     tokenizer: str | None = Field(default=None, min_length=1)
 
     @field_validator("tokenizer")

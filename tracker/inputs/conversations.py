@@ -21,8 +21,8 @@ from tracker.inputs.datasets import DatasetItem, read_dataset
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.seeded import OutputDraws, describe_filters, sample_items
 from tracker.inputs.sources import ConversationPrompts
-from tracker.inputs.tokenizer import count_tokens
 from tracker.inputs.traffic import PlannedSession, PlannedTurn, WorkloadTraffic
+from tracker.inputs.word_tokenizer import count_tokens
 
 FILTERS = ("min_turns", "max_turns", "max_input_tokens")
 

@@ -26,8 +26,8 @@ from tracker.inputs.datafiles import DataFile, bad_field, iter_json_array, parse
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.seeded import OutputDraws, describe_filters, sample_items
 from tracker.inputs.sources import DatasetPrompts
-from tracker.inputs.tokenizer import count_tokens
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
+from tracker.inputs.word_tokenizer import count_tokens
 
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
                   "chatgpt": "assistant", "bing": "assistant", "system": "system"}

@@ -37,7 +37,6 @@ from tracker.inputs.datafiles import DataFile, bad_field, parse_json_line
 from tracker.inputs.prompts import derive_seed, generate_words
 from tracker.inputs.seeded import OutputDraws
 from tracker.inputs.sources import TracePrompts
-from tracker.inputs.tokenizer import count_tokens
 from tracker.inputs.traces import MAX_TIMESTAMP_S, parse_token_count
 from tracker.inputs.traffic import (
     MAX_PLANNED_S,
@@ -47,6 +46,7 @@ from tracker.inputs.traffic import (
     ToolCall,
     WorkloadTraffic,
 )
+from tracker.inputs.word_tokenizer import count_tokens
 
 WHAT = "a session trace row"
 MAX_LATENCY_MS = 86_400_000  # a day: more is a typo of zeros

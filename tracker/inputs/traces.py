@@ -4,7 +4,7 @@
   [..]}`` a line. Each hash id is a block of ``block_tokens`` tokens (default 512) whose text is
   the same wherever the id repeats, so prefix sharing is replayed: the block of id ``h`` is
   ``generate_words(seed_h, block_tokens)``, ``seed_h`` keyed on (suite seed, ``h``) only
-  (tracker.inputs.word_blocks), the last block cut to what ``input_length`` leaves, and a row
+  (tracker.inputs.word_text), the last block cut to what ``input_length`` leaves, and a row
   longer than its blocks ends with words of its own. A row with more ids than its
   ``input_length`` fills is refused (the block size is wrong).
 - ``azure``: the Azure LLM inference trace CSV, a header naming ``TIMESTAMP, ContextTokens,
@@ -201,7 +201,7 @@ def build_trace_prompts(rows: Sequence[TraceRow], seed: int, name: str,
     """Each row's prompt of exactly ``input_tokens`` words: its hash ids' blocks (equal ids,
     equal text; the last cut to fit), then words of its own (the one place a trace prompt is
     made, so an exact-length tokenizer can replace it)."""
-    from tracker.inputs.word_blocks import compute_keyed_seeds, generate_word_runs
+    from tracker.inputs.word_text import compute_keyed_seeds, generate_word_runs
 
     ids = sorted({h for row in rows for h in row.hash_ids})
     position = {h: i for i, h in enumerate(ids)}

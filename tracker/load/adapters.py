@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from tracker.inputs.adapters import compute_adapter_plan, compute_adapter_result_name
 from tracker.inputs.suites import Workload
-from tracker.inputs.tokenizer import count_tokens
 from tracker.inputs.traffic import PlannedRequest, WorkloadTraffic
+from tracker.inputs.word_tokenizer import count_tokens
 from tracker.load.bodies import build_body, encode_body
 from tracker.load.generator import LoadPlan, RequestSpec
 from tracker.load.phases import compute_slo

@@ -21,8 +21,8 @@ from typing import Any
 
 from tracker.errors import ConfigError
 from tracker.inputs.suites import Workload
-from tracker.inputs.tokenizer import count_tokens
 from tracker.inputs.traffic import Message, PlannedRequest, PlannedSession, WorkloadTraffic
+from tracker.inputs.word_tokenizer import count_tokens
 from tracker.load.generator import RequestSpec
 from tracker.load.session_steps import (
     Answers,

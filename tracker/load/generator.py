@@ -1,7 +1,7 @@
 """The load generator: streams OpenAI-compatible requests over its own HTTP/1.1 client and times them.
 
 Timing rules (see tracker.results for the definitions):
-- the send stamp is taken when the request's bytes are in the kernel (tracker.load.http1): one
+- the send stamp is taken when the request's bytes are in the kernel (tracker.http_client.connection): one
   ``transport.write`` of head and body, stamped as it returns or, for a body bigger than the
   socket takes at once, when the buffer has drained; never when the request was merely issued;
 - the receive stamp is taken by the connection's protocol when the network read arrives
@@ -27,17 +27,17 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
-from tracker.load.client import WireClient
-from tracker.load.client_health import GcPause, HealthProbe
-from tracker.load.http1 import Response
-from tracker.load.sse import (
+from tracker.http_client.client import WireClient
+from tracker.http_client.connection import Response
+from tracker.http_client.sse import (
     ERROR_TEXT_LIMIT,
     AnthropicScanner,
     StreamError,
     StreamScanner,
     error_message,
 )
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
+from tracker.load.client_health import GcPause, HealthProbe
 from tracker.results import ClientHealth, RequestRecord, TokenSource
 
 Clock = Callable[[], float]

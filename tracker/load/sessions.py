@@ -32,8 +32,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from tracker.http_client.client import WireClient
+from tracker.http_client.sse import AnswerScanner, AnthropicAnswerScanner
 from tracker.load.bodies import SessionRequests
-from tracker.load.client import WireClient
 from tracker.load.generator import (
     Clock,
     Endpoint,
@@ -45,7 +46,6 @@ from tracker.load.generator import (
     run_request,
 )
 from tracker.load.session_steps import Step
-from tracker.load.sse import AnswerScanner, AnthropicAnswerScanner
 from tracker.results import RequestRecord
 
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from tracker.errors import MeasurementError, TrackerError
 from tracker.eventloop import run_async
+from tracker.http_client.client import WireClient
 from tracker.load.bodies import SessionRequests
-from tracker.load.client import WireClient
 from tracker.load.client_health import count_usable_cpus
 from tracker.load.generator import (
     Clock,

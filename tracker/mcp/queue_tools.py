@@ -32,6 +32,7 @@ from tracker.scheduling.nightly_bisect import BisectCandidate
 from tracker.scheduling.queueing import compute_suite_body
 from tracker.store.bisections import StoredBisection, fetch_bisection
 from tracker.store.db import retry_when_locked
+from tracker.store.listings import ConfigVersionRow
 from tracker.store.regressions import fetch_config_version
 from tracker.store.run_queue import (
     NewRequest,
@@ -43,7 +44,6 @@ from tracker.store.run_queue import (
     fetch_request,
 )
 from tracker.store.runs import fetch_config_versions
-from tracker.store.values import ConfigVersionRow
 
 Labels = dict[Name, Name]
 

@@ -1,4 +1,4 @@
-"""Render a bisection (``tracker.gate.probes.BisectResult``): the culprit table of the gate's
+"""Render a bisection (``tracker.bisection.probes.BisectResult``): the culprit table of the gate's
 Markdown, and the ``bisect`` object of its JSON.
 
 Culprit: a field, or fields that regress only together (one row, joined by ``+``), with the base
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.gate.bisect import BisectOutcome, Culprit, Probe
-from tracker.gate.probes import BisectResult
+from tracker.bisection.plan import BisectOutcome, Culprit, Probe
+from tracker.bisection.probes import BisectResult
 from tracker.inputs.config_diff import ABSENT, HIDDEN, Change, render_value
 from tracker.redaction import escape_markdown
 from tracker.reports.diff_report import render_code_cell

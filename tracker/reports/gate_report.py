@@ -13,9 +13,9 @@ from typing import Any
 
 from tracker.analysis import Outcome, Verdict
 from tracker.analysis.exact import EXACT_METHOD
+from tracker.bisection.probes import BisectResult
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
 from tracker.gate.memory import MEMORY_METRIC
-from tracker.gate.probes import BisectResult
 from tracker.gate.quality_check import ACCURACY
 from tracker.metrics import GIB
 from tracker.redaction import escape_markdown

@@ -16,9 +16,9 @@ from typing import Any
 
 import aiohttp
 
+from tracker.http_client.sse import ERROR_TEXT_LIMIT, StreamError, error_message
 from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.load.generator import Endpoint
-from tracker.load.sse import ERROR_TEXT_LIMIT, StreamError, error_message
 from tracker.quality.scorers import score_output
 from tracker.quality.sets import QualityItem, QualitySet
 from tracker.redaction import redact_one_line

@@ -56,13 +56,13 @@ from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
 from tracker.runner.quality_client import run_quality_set
 from tracker.targets.exact_prompts import adapt_suite_traffic
+from tracker.targets.model_tokenizer import Tokenizer, open_tokenizer, resolve_tokenizer_path
 from tracker.targets.output_tokens import (
     drop_output_texts,
     run_output_token_counts,
     with_token_check,
 )
 from tracker.targets.resolve import SIM_ENGINE, TargetHandle, open_target
-from tracker.targets.tokenizers import Tokenizer, open_tokenizer, resolve_tokenizer_path
 from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry
 

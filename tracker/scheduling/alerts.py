@@ -215,7 +215,7 @@ class BisectionAlert:
     suite: str
     base_version: str
     head_version: str
-    outcome: str  # tracker.gate.bisect.BisectOutcome, or "failed"
+    outcome: str  # tracker.bisection.plan.BisectOutcome, or "failed"
     summary: str  # "culprit: engine.max_num_seqs (98% of it)"
     row: str | None = None  # the failing row bisected: "busy TTFT median"
 

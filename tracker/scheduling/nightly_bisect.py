@@ -13,7 +13,7 @@ is unique), however many series regressed at that boundary and however often the
 
 ``run_bisection_request`` runs it from the two versions' stored bodies (never from the files,
 which may have changed since) and the suite as the schedule queued it: the gate, then the
-probes, with the schedule's budget (``tracker.gate.probes``). Its base and head are renamed
+probes, with the schedule's budget (``tracker.bisection.probes``). Its base and head are renamed
 ``NAME.probe`` (like the probes), so that the gate's base runs, version A after B's nights, are
 not points of the nightly series; the bisection is stored under the series' name and versions.
 """
@@ -31,8 +31,15 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.analysis.attribution import ATTRIBUTION_TOLERANCE, compute_attribution_window
+from tracker.bisection.plan import BisectOutcome
+from tracker.bisection.probes import (
+    PROBE_SUFFIX,
+    BisectBudget,
+    BisectionOrigin,
+    BisectResult,
+    run_bisection,
+)
 from tracker.errors import ConfigError, MeasurementError
-from tracker.gate.bisect import BisectOutcome
 from tracker.gate.config_refs import ConfigSide
 from tracker.gate.gating import (
     DEFAULT_MAX_ROUNDS,
@@ -40,13 +47,6 @@ from tracker.gate.gating import (
     GateDesign,
     GateOptions,
     run_config_gate,
-)
-from tracker.gate.probes import (
-    PROBE_SUFFIX,
-    BisectBudget,
-    BisectionOrigin,
-    BisectResult,
-    run_bisection,
 )
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config

@@ -39,8 +39,8 @@ from pydantic import (
     model_validator,
 )
 
+from tracker.bisection.probes import DEFAULT_MAX_PROBES
 from tracker.errors import ConfigError
-from tracker.gate.probes import DEFAULT_MAX_PROBES
 from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN, load_config
 from tracker.inputs.suites import load_suite
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model, where

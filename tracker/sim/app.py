@@ -14,7 +14,7 @@ from aiohttp import web
 
 import tracker
 from tracker.inputs.configs import ServingConfig
-from tracker.inputs.tokenizer import split_tokens
+from tracker.inputs.word_tokenizer import split_tokens
 from tracker.sim.batching import ABORT, SimRequest
 from tracker.sim.chunks import DONE, ResponseEncoder
 from tracker.sim.engine import Engine, EngineClosedError

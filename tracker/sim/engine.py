@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tracker.inputs.configs import ServingConfig, SimulatorSettings
-from tracker.inputs.tokenizer import split_tokens
+from tracker.inputs.word_tokenizer import split_tokens
 from tracker.metrics import GIB
 from tracker.sim.answers import AnswerModel
 from tracker.sim.batching import EngineCounters, Scheduler, SimRequest

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.inputs.tokenizer import count_tokens
+from tracker.inputs.word_tokenizer import count_tokens
 from tracker.sim.engine import Generation
 
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's; chat defaults to the rest of the context

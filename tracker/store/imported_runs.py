@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import tracker
-from tracker.imports import ImportedRun
+from tracker.ingest import ImportedRun
 from tracker.results import IMPORT_KEY, RunStatus
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.runs import _get_or_create, begin_run, finish_run, save_workload

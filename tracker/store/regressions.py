@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import NotFoundError
 from tracker.results import NATIVE_SOURCE, RunStatus, compute_run_source
+from tracker.store.listings import ConfigVersionRow
 from tracker.store.models import (
     ConfigVersionModel,
     RunModel,
@@ -26,7 +27,6 @@ from tracker.store.models import (
 )
 from tracker.store.models_regressions import RegressionModel
 from tracker.store.quality_series import fetch_quality_series_rows, is_quality_metric
-from tracker.store.values import ConfigVersionRow
 
 UPDATED_BY_CHARS = 200  # regressions.updated_by is String(200)
 

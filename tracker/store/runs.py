@@ -3,7 +3,7 @@
     with Session(engine) as session, session.begin():
         run_id = begin_run(session, ...)
 
-ORM rows stay in here: callers get ids, ``tracker.results`` values and ``tracker.store.values``.
+ORM rows stay in here: callers get ids, ``tracker.results`` values and ``tracker.store.listings``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tracker.results import (
     WorkloadSummary,
     compute_run_warnings,
 )
+from tracker.store.listings import ConfigVersionRow, RunListing
 from tracker.store.measurements import fetch_quality, fetch_workload_telemetry, save_workload_telemetry
 from tracker.store.models import (
     RESULT_SCHEMA_VERSION,
@@ -47,7 +48,6 @@ from tracker.store.models import (
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
 from tracker.store.storable import INT64_MAX, INT64_MIN
-from tracker.store.values import ConfigVersionRow, RunListing
 from tracker.store.workload_facts import (
     complete_summary,
     fetch_workload_loadgen,

@@ -24,10 +24,10 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from tracker.errors import ExitCode
+from tracker.http_client.client import find_proxy, strip_credentials
+from tracker.http_client.sse import error_message
 from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
-from tracker.load.client import find_proxy, strip_credentials
 from tracker.load.generator import Endpoint
-from tracker.load.sse import error_message
 from tracker.redaction import CONVENTIONAL_ENV_NAME, redact_one_line, register_secret
 
 _MODEL_MISSING = re.compile(r"model.*(not.?found|not exist|does not exist|unknown|invalid|"

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from tracker.inputs.suites import SyntheticPrompts, Workload, compute_prompts_digest
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
-from tracker.targets.tokenizers import (
+from tracker.targets.model_tokenizer import (
     WORDS,
     Tokenizer,
     TokenizerFailed,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from tracker.load.token_check import compute_token_count_check, describe_token_count_check
 from tracker.results import RequestRecord, WorkloadResult
-from tracker.targets.tokenizers import WORDS, Tokenizer, TokenizerFailed, count_tokens
+from tracker.targets.model_tokenizer import WORDS, Tokenizer, TokenizerFailed, count_tokens
 
 CONCURRENT_CALLS = 8  # tokenizer requests in flight at once (an endpoint's)
 CHECK_KEY = "token_count_check"  # the workload's params entry: what usage was checked against

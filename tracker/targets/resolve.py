@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 
 import tracker
 from tracker.errors import ConfigError
+from tracker.http_client.client import find_proxy, strip_credentials
 from tracker.inputs.configs import LoadedConfig
-from tracker.load.client import find_proxy, strip_credentials
 from tracker.load.generator import Endpoint
 from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
 from tracker.targets.launcher import LaunchRecord, build_server_env, launch_server

@@ -34,8 +34,8 @@ from typing import Any
 import aiohttp
 
 from tracker.errors import ConfigError
+from tracker.http_client.client import strip_credentials
 from tracker.inputs.configs import EngineArgs, LoadedConfig
-from tracker.load.client import strip_credentials
 from tracker.load.generator import Endpoint
 from tracker.redaction import redact_one_line
 from tracker.results import SERVER_CHECK_KEY

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tracker.eventloop import run_async
+from tracker.http_client.client import strip_credentials
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
 from tracker.inputs.vllm_args import (
     VllmFlags,
@@ -40,7 +41,6 @@ from tracker.inputs.vllm_args import (
     parse_release,
     public_version,
 )
-from tracker.load.client import strip_credentials
 from tracker.redaction import redact_one_line
 from tracker.targets.launcher import build_server_env, fetch_version
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     ImportedRun,
     SourceFile,
     bad_value,

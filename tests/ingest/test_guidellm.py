@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tracker.imports import load_imported, sniff_format
-from tracker.imports.source import read_source
+from tracker.ingest import load_imported, sniff_format
+from tracker.ingest.source import read_source
 from tracker.results import LatencyStats
 
 REPORT = Path(__file__).parent / "fixtures" / "guidellm" / "benchmarks.json"

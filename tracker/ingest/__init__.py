@@ -5,7 +5,7 @@ values; the store saves them (``tracker.store.imported_runs``). docs/import-form
 each tool's fields onto the tracker's.
 """
 
-from tracker.imports.sniff import load_imported, sniff_format
-from tracker.imports.source import FORMATS, ImportedRun, ImportFormatError
+from tracker.ingest.sniff import load_imported, sniff_format
+from tracker.ingest.source import FORMATS, ImportedRun, ImportFormatError
 
 __all__ = ["FORMATS", "ImportFormatError", "ImportedRun", "load_imported", "sniff_format"]

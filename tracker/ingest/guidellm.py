@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     ImportedRun,
     SourceFile,
     bad_value,

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     TOO_DEEP,
     BadValue,
     ImportedRun,

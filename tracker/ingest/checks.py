@@ -10,7 +10,7 @@ import math
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     MAX_COUNT,
     MAX_NAME_CHARS,
     MAX_SECONDS,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tests.inputs.test_yamlfile import LAUGHS
-from tracker.imports import load_imported
-from tracker.imports.source import ImportFormatError
+from tracker.ingest import load_imported
+from tracker.ingest.source import ImportFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BOMB = LAUGHS  # nine levels of nine aliases: 9**9 strings

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     FORMATS,
     BadValue,
     ImportedRun,
@@ -22,12 +22,12 @@ ALL_FORMATS = FORMATS  # every format, llm-d's Benchmark Report included
 
 
 def _loaders() -> dict[str, Loader]:
-    from tracker.imports.aiperf import load_aiperf
-    from tracker.imports.guidellm import load_guidellm
-    from tracker.imports.inference_perf import load_inference_perf
-    from tracker.imports.llmd import load_llmd
-    from tracker.imports.tracker_json import load_tracker_json
-    from tracker.imports.vllm import load_vllm
+    from tracker.ingest.aiperf import load_aiperf
+    from tracker.ingest.guidellm import load_guidellm
+    from tracker.ingest.inference_perf import load_inference_perf
+    from tracker.ingest.llmd import load_llmd
+    from tracker.ingest.tracker_json import load_tracker_json
+    from tracker.ingest.vllm import load_vllm
     return {"vllm": load_vllm, "guidellm": load_guidellm, "aiperf": load_aiperf,
             "inference-perf": load_inference_perf, "llmd": load_llmd,
             "tracker": load_tracker_json}
@@ -50,9 +50,9 @@ def sniff_format(source: SourceFile) -> str:
 
 
 def _format_of(source: SourceFile, body: Mapping[str, Any], expected: str) -> str:
-    from tracker.imports.inference_perf import is_inference_perf_report
-    from tracker.imports.llmd import is_llmd_report
-    from tracker.imports.tracker_json import is_tracker_run
+    from tracker.ingest.inference_perf import is_inference_perf_report
+    from tracker.ingest.llmd import is_llmd_report
+    from tracker.ingest.tracker_json import is_tracker_run
 
     if is_tracker_run(body):
         return "tracker"
@@ -86,7 +86,7 @@ def load_imported(path: str | Path, fmt: str | None = None) -> list[ImportedRun]
 
     Every run is checked (``check_imported_run``) before it is returned: a value out of any
     real range is an ``ImportFormatError`` naming the file, the value and where it is."""
-    from tracker.imports.checks import check_imported_run
+    from tracker.ingest.checks import check_imported_run
 
     source = read_source(path)
     chosen = fmt or sniff_format(source)

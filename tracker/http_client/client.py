@@ -4,7 +4,7 @@
   it (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, minus ``NO_PROXY``), as the OpenAI SDK and
   aiohttp's ``trust_env`` honour them: plain http goes to the proxy in absolute form, https through
   a ``CONNECT`` tunnel, then TLS to the endpoint;
-- ``WireClient``: a pool of ``Http1Connection`` (tracker.load.http1) to one endpoint; ``exchange`` writes
+- ``WireClient``: a pool of ``Http1Connection`` (``connection.py``) to one endpoint; ``exchange`` writes
   one prepared request and waits for its answer under a total timeout, retrying once on a fresh
   connection when a reused one turns out to have been closed by the server before it answered.
 Failures are ``StreamError`` with a class (``connection_refused``, ``proxy_error``, ``tls_error``,
@@ -25,7 +25,7 @@ from types import TracebackType
 
 from tracker import __version__
 from tracker.errors import ConfigError
-from tracker.load.http1 import (
+from tracker.http_client.connection import (
     Clock,
     Handoff,
     Http1Connection,
@@ -34,7 +34,7 @@ from tracker.load.http1 import (
     Sink,
     StaleConnection,
 )
-from tracker.load.sse import StreamError
+from tracker.http_client.sse import StreamError
 
 CONNECT_TIMEOUT_S = 30.0
 USER_AGENT = f"tracker/{__version__}"

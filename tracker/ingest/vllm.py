@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     MAX_NAME_CHARS,
     ImportedRun,
     SourceFile,

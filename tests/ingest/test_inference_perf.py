@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.cli.main import main
-from tracker.imports import ImportFormatError, load_imported, sniff_format
-from tracker.imports.source import read_source
+from tracker.ingest import ImportFormatError, load_imported, sniff_format
+from tracker.ingest.source import read_source
 from tracker.results import compute_run_source
 from tracker.store.db import open_store
 from tracker.store.models import RunModel

@@ -122,7 +122,7 @@ def test_export_then_import_keeps_the_workload_name_and_simulated_flag(
 
 def test_import_of_another_tools_file_without_config_says_what_to_pass(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    [vllm_file] = sorted((ROOT / "tests/imports/fixtures/vllm").glob("*.json"))[:1]
+    [vllm_file] = sorted((ROOT / "tests/ingest/fixtures/vllm").glob("*.json"))[:1]
     code = main(["import", str(vllm_file), "--db", f"sqlite:///{tmp_path / 'b.db'}"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     FIX,
     BadValue,
     ImportedRun,

@@ -32,8 +32,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis import Outcome, Verdict
 from tracker.analysis.noise import resolves_statistic
-from tracker.errors import ConfigError, MeasurementError, RunInterrupted, UsageError
-from tracker.gate.bisect import (
+from tracker.bisection.plan import (
     BisectOutcome,
     BudgetSpent,
     Culprit,
@@ -42,6 +41,7 @@ from tracker.gate.bisect import (
     ProbeOutcome,
     search_culprits,
 )
+from tracker.errors import ConfigError, MeasurementError, RunInterrupted, UsageError
 from tracker.gate.config_refs import ConfigSide
 from tracker.gate.gating import (
     GateDesign,
@@ -128,7 +128,7 @@ class BisectionOrigin:
 
 @dataclass
 class ProbeRunner:
-    """Runs probes for ``tracker.gate.bisect.search_culprits`` (its ``Judge``)."""
+    """Runs probes for ``tracker.bisection.plan.search_culprits`` (its ``Judge``)."""
 
     engine: Engine
     base: ConfigSide

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from tracker.imports.source import (
+from tracker.ingest.source import (
     ImportedRun,
     SourceFile,
     bad_value,

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tracker.imports import ImportFormatError, load_imported, sniff_format
-from tracker.imports.source import read_source
+from tracker.ingest import ImportFormatError, load_imported, sniff_format
+from tracker.ingest.source import read_source
 from tracker.results import LatencyStats
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -2,7 +2,7 @@
 
 A head config that regresses against its base usually changes several fields. The bisection
 builds intermediate configs (probes) that apply a subset of the base → head changes to the base,
-runs each against interleaved base controls (``tracker.gate.probes``) and asks the analysis
+runs each against interleaved base controls (``tracker.bisection.probes``) and asks the analysis
 whether the probe regresses on the metric the gate failed on. The search here is Zeller's
 delta debugging with interference (``narrow``): split the fields in two halves; a half that
 regresses on its own holds a culprit and is narrowed alone; when neither half does, the two

@@ -9,7 +9,7 @@ ids to text, and ``special_tokens``: how many a server adds to a completions pro
   ``POST /detokenize`` ``{"tokens"}``;
 - ``LocalTokenizer``: a ``tokenizer.json`` named by the config's ``target.tokenizer``, read with
   the Hugging Face ``tokenizers`` package (``pip install 'tracker[tokenizer]'``), no download;
-- ``WordTokenizer``: the tracker's own (``tracker.inputs.tokenizer``), when there is no other.
+- ``WordTokenizer``: the tracker's own (``tracker.inputs.word_tokenizer``), when there is no other.
 
 ``open_tokenizer`` picks one: the config's file first, then the target's endpoint (probed: vLLM's
 shape, then llama.cpp's), else words with the reason (``fallback``). A tokenizer that stops
@@ -29,7 +29,7 @@ import aiohttp
 
 from tracker.errors import ConfigError
 from tracker.inputs.configs import LoadedConfig
-from tracker.inputs.tokenizer import split_tokens
+from tracker.inputs.word_tokenizer import split_tokens
 from tracker.load.generator import Endpoint
 from tracker.redaction import redact_one_line
 

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tracker.load.sse import StreamError
+from tracker.http_client.sse import StreamError
 
 Clock = Callable[[], float]
 Sink = Callable[[bytes, float], None]  # (body bytes of one read, that read's stamp)

@@ -1,0 +1,1 @@
+"""Bisection: which changed config field made the head regress (plan, probes)."""
