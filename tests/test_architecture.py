@@ -12,6 +12,7 @@ so the one place that decides "regression" can be tested on literal series.
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,3 +129,13 @@ def test_a_forbidden_import_is_reported(module: str, source: str, why: str) -> N
 def test_an_import_down_the_pipeline_is_allowed(module: str, source: str) -> None:
     assert [check_import(found) for found in find_imports(module, source)] == \
         [None] * len(list(find_imports(module, source)))
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    # pyproject lists the packages one by one: a new package left out installs from a checkout
+    # (editable) and is missing from the wheel, which fails only where users install it
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(PACKAGE.parent).parts)
+             for init in PACKAGE.rglob("__init__.py") if "__pycache__" not in init.parts}
+    assert found <= listed, f"add {sorted(found - listed)} to pyproject.toml's packages"
