@@ -156,3 +156,14 @@ def test_case_folding_keeps_the_text_around_a_hidden_key() -> None:
     register_secret(HEX_KEY)
     text = f"İstanbul said {HEX_KEY.upper()} twice; straße {HEX_KEY[:10].upper()}."
     assert redact_text(text) == f"İstanbul said {MARK} twice; straße {MARK}."
+
+
+def test_a_secret_named_setting_that_names_code_hides_no_words(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # common in CI: a null keyring named by its class; "backend" is a piece of its value
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    monkeypatch.setenv("TRACKER_SENTINEL_API_KEY", "sk-test-9f8e7d6c5b4a")
+    refresh_environment()
+    text = "the storage backend did not answer (keyring.backends.null.Keyring)"
+    assert redact_text(text) == text
+    assert "9f8e7d6c5b4a" not in redact_text("echo sk-test-9f8e7d6c5b4a")

@@ -129,7 +129,8 @@ class _Known:
                  if is_secret_name(name) or name.upper().endswith("_PROXY")}
         if found != self._env_seen:
             self._env_seen = dict(found)
-            self.add(value for name, value in found.items() if is_secret_name(name))
+            self.add(value for name, value in found.items()
+                     if is_secret_name(name) and not _DOTTED_NAME.fullmatch(value.strip()))
             self.add(filter(None, (_url_password(v) for n, v in found.items()
                                    if n.upper().endswith("_PROXY"))))
 
@@ -207,6 +208,9 @@ def _clean(value: str) -> str | None:
     return value
 
 
+# A setting that names code, not a key: PYTHON_KEYRING_BACKEND=keyring.backends.null.Keyring, a
+# KEY_FUNC=module.function. Hiding it (and its pieces) would hide ordinary words ("backend").
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+")
 _KNOWN = _Known()
 ENV_REFRESH_S = 1.0
 # Numbers and JSON arrays of them hold nothing to hide (the fast path for stored ITL lists).
