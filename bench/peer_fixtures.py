@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "imports" / "fixtures"
+FIXTURES = ROOT / "tests" / "ingest" / "fixtures"
 TOKENIZER = """
 import sys
 from tokenizers import Tokenizer, models, pre_tokenizers

@@ -21,7 +21,7 @@ from typing import Any
 from tests.inputs.test_yamlfile import LAUGHS
 from tests.simconfigs import FAST_SIM
 
-FIXTURES = Path(__file__).resolve().parents[1] / "imports" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "ingest" / "fixtures"
 BOMB = LAUGHS  # nine levels of nine aliases: 9**9 strings
 DEEP_YAML = "a: " + "[" * 5000 + "]" * 5000 + "\n"
 DEEP_BLOCK_YAML = "".join(f"{' ' * i}k{i}:\n" for i in range(5000)) + " " * 5000 + "k: 1\n"

@@ -91,7 +91,7 @@ def test_import_refuses_an_empty_or_absurd_config_name(
 ) -> None:
     from tracker.cli.main import main
 
-    fixture = Path(__file__).parents[1] / "imports" / "fixtures" / "vllm"
+    fixture = Path(__file__).parents[1] / "ingest" / "fixtures" / "vllm"
     code = main(["import", str(fixture / "bench_serve_detailed.json"), "--config", name,
                  "--db", str(tmp_path / "t.db")])
     assert code == 2

@@ -38,7 +38,7 @@ from tracker.store.runs import (
     save_workload,
 )
 
-FIXTURES = Path(__file__).parents[1] / "imports" / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "ingest" / "fixtures"
 VLLM = FIXTURES / "vllm" / "bench_serve_detailed.json"
 AIPERF = FIXTURES / "aiperf" / "profile_export_aiperf.json"
 

@@ -17,7 +17,7 @@ from tracker.cli.main import main
 from tracker.dashboard.pages import page
 from tracker.dashboard.runview import SOURCE_COLUMNS
 
-FIXTURES = Path(__file__).parents[1] / "imports" / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "ingest" / "fixtures"
 GUIDELLM = FIXTURES / "guidellm" / "benchmarks.json"
 INFERENCE_PERF = FIXTURES / "inference_perf"
 
