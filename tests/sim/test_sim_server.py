@@ -203,13 +203,16 @@ async def test_temperature_zero_repeats_the_output_and_temperature_varies_it(
           "max_tokens": 200}, 400, "context_length_exceeded",
          "maximum context length is 4096 tokens. However, you requested 4200 tokens"),
         (b"{not json", 400, None, "not valid JSON"),
+        (b'{"max_tokens": ' + b"9" * 5000 + b"}", 400, None, "not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, 400, None, "nests too deeply"),
         ({"model": MODEL}, 400, None, "messages: required"),
         ({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 0},
          400, None, "max_tokens must be an integer of at least 1, got 0"),
         ({"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
           "max_completion_tokens": "ten"}, 400, None, "max_completion_tokens must be"),
     ],
-    ids=["unknown-model", "too-long", "invalid-json", "no-messages", "zero-max-tokens",
+    ids=["unknown-model", "too-long", "invalid-json", "huge-integer", "deep-nesting",
+         "no-messages", "zero-max-tokens",
          "string-max-completion-tokens"],
 )
 async def test_bad_requests_get_openai_error_bodies(

@@ -7,11 +7,11 @@ names the field, the bad value and what is allowed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from tracker.inputs.word_tokenizer import count_tokens
+from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.sim.engine import Generation
 
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's; chat defaults to the rest of the context
@@ -62,11 +62,11 @@ class ModelLimits:
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError(400, f"The request body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ApiError(400, "The request body nests too deeply to parse") from None
+        body = parse_untrusted_json(raw)
+    except UntrustedJSONError as exc:
+        why = ("nests too deeply to parse" if exc.too_deep
+               else f"is not valid JSON: {exc}")
+        raise ApiError(400, f"The request body {why}") from None
     if not isinstance(body, dict):
         raise ApiError(400, f"The request body must be a JSON object (got {type(body).__name__})")
     return body
