@@ -16,45 +16,10 @@ from dataclasses import replace
 
 from tracker.inputs.adapters import compute_adapter_plan, compute_adapter_result_name
 from tracker.inputs.suites import Workload
-from tracker.inputs.traffic import PlannedRequest, WorkloadTraffic
-from tracker.inputs.word_tokenizer import count_tokens
-from tracker.load.bodies import build_body, encode_body
-from tracker.load.generator import LoadPlan, RequestSpec
+from tracker.load.generator import LoadPlan
 from tracker.load.phases import compute_slo
 from tracker.load.summary import compute_workload_summary
 from tracker.results import RequestRecord, WorkloadResult
-
-
-def compute_request_models(workload: Workload, model: str, total: int) -> tuple[str, ...]:
-    """The ``model`` each of ``total`` requests (warm-up first) asks for: its adapter, or the
-    base ``model`` for a workload without adapters."""
-    if workload.adapters is None:
-        return (model,) * total
-    return compute_adapter_plan(workload.adapters, total)
-
-
-def build_adapter_request_specs(workload: Workload, traffic: WorkloadTraffic, *, model: str,
-                                supports_ignore_eos: bool
-                                ) -> tuple[list[RequestSpec], list[RequestSpec]]:
-    """``tracker.load.bodies.build_request_specs`` with each request's own ``model``."""
-    models = compute_request_models(workload, model, len(traffic.requests))
-    specs = [
-        RequestSpec(
-            body=encode_body(build_body(workload, request_model, request.messages,
-                                        request.max_tokens, supports_ignore_eos)),
-            input_tokens_estimate=_estimate_input_tokens(request),
-            requested_input_tokens=request.requested_input_tokens,
-            arrival_s=request.arrival_s,
-        )
-        for request, request_model in zip(traffic.requests, models, strict=True)
-    ]
-    return specs[: workload.warmup_requests], specs[workload.warmup_requests:]
-
-
-def _estimate_input_tokens(request: PlannedRequest) -> int:
-    if request.requested_input_tokens is not None:
-        return request.requested_input_tokens
-    return sum(count_tokens(m.content) for m in request.messages)
 
 
 def compute_adapter_results(workload: Workload, plan: LoadPlan,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracker.errors import ConfigError
+from tracker.inputs.adapters import compute_adapter_plan
 from tracker.inputs.suites import Workload
 from tracker.inputs.traffic import Message, PlannedRequest, PlannedSession, WorkloadTraffic
 from tracker.inputs.word_tokenizer import count_tokens
@@ -121,16 +122,19 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 def build_request_specs(workload: Workload, traffic: WorkloadTraffic, *, model: str,
                         supports_ignore_eos: bool) -> tuple[list[RequestSpec], list[RequestSpec]]:
-    """(warm-up specs, measured specs) of a flat workload, in the order the suite planned them."""
+    """(warm-up specs, measured specs) of a flat workload, in the order the suite planned them;
+    with ``adapters``, each request's ``model`` is its LoRA adapter (``tracker.load.adapters``)."""
+    models = ((model,) * len(traffic.requests) if workload.adapters is None
+              else compute_adapter_plan(workload.adapters, len(traffic.requests)))
     specs = [
         RequestSpec(
-            body=encode_body(build_body(workload, model, request.messages, request.max_tokens,
-                                        supports_ignore_eos)),
+            body=encode_body(build_body(workload, request_model, request.messages,
+                                        request.max_tokens, supports_ignore_eos)),
             input_tokens_estimate=_estimate_input_tokens(request),
             requested_input_tokens=request.requested_input_tokens,
             arrival_s=request.arrival_s,
         )
-        for request in traffic.requests
+        for request, request_model in zip(traffic.requests, models, strict=True)
     ]
     return specs[: workload.warmup_requests], specs[workload.warmup_requests:]
 

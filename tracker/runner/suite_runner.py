@@ -30,7 +30,7 @@ from tracker.errors import TrackerError
 from tracker.inputs.adapters import check_adapters_served
 from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite, Workload
-from tracker.load.adapters import build_adapter_request_specs, compute_adapter_results
+from tracker.load.adapters import compute_adapter_results
 from tracker.load.bodies import build_request_specs, build_session_requests
 from tracker.load.client_health import (
     BoundKind,
@@ -252,9 +252,8 @@ class SuiteRunner:
                 workload, traffic, model=model, supports_ignore_eos=handle.supports_ignore_eos)
             return lambda phase: build_session_plan(workload, phase, warm, measured,
                                                     think_time_s=traffic.think_time_s)
-        build = build_adapter_request_specs if workload.adapters else build_request_specs
-        specs = build(workload, traffic, model=model,
-                      supports_ignore_eos=handle.supports_ignore_eos)
+        specs = build_request_specs(workload, traffic, model=model,
+                                    supports_ignore_eos=handle.supports_ignore_eos)
         return lambda phase: build_plan(workload, phase, *specs)
 
     def _priced(self, result: WorkloadResult) -> WorkloadResult:
