@@ -12,19 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.simconfigs import gate_sim
 from tracker.cli.main import main
 
-BASE = """\
-name: frontier-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.0001, decode_base_s: 0.008,
-              decode_per_seq_s: 0.0002, run_noise: 0.0}
-engine:
-  max_num_seqs: 16
-  block_size: 16
-"""
+BASE = gate_sim("frontier-sim")
 LEFT = BASE.replace("max_num_seqs: 16", "max_num_seqs: 2")  # saturates near 14 req/s
 
 SUITE = """\

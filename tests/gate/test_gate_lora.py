@@ -10,24 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.simconfigs import gate_sim
 from tracker.cli.main import main
 
-FOUR_SLOTS = """\
-name: lora-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.0001, decode_base_s: 0.008,
-              decode_per_seq_s: 0.0002, run_noise: 0.0}
-engine:
-  max_num_seqs: 16
-  block_size: 16
+FOUR_SLOTS = gate_sim("lora-sim", """\
   enable_lora: true
   max_loras: 4
   max_lora_rank: 16
   lora_modules: {sql: /adapters/sql, chat: /adapters/chat, code: /adapters/code,
                  math: /adapters/math}
-"""
+""")
 ONE_SLOT = FOUR_SLOTS.replace("max_loras: 4", "max_loras: 1")
 SUITE = """\
 name: lora-mix

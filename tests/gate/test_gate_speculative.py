@@ -10,23 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.simconfigs import gate_sim
 from tracker.cli.main import main
 
 # run_noise 0: base and head differ by their config alone. Four streams of 64 tokens: decode
 # steps dominate, and a step that yields 3.5 tokens against one that yields 1.4 is TPOT x2.
-GOOD_DRAFT = """\
-name: spec-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.0001, decode_base_s: 0.008,
-              decode_per_seq_s: 0.0002, run_noise: 0.0}
-engine:
-  max_num_seqs: 16
-  block_size: 16
+GOOD_DRAFT = gate_sim("spec-sim", """\
   speculative_config: {method: eagle3, model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B,
                        num_speculative_tokens: 4}
-"""
+""")
 POOR_DRAFT = GOOD_DRAFT.replace(
     "{method: eagle3, model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B,",
     "{method: ngram, prompt_lookup_max: 4, prompt_lookup_min: 2,")

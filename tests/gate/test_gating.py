@@ -9,22 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.simconfigs import gate_sim
 from tracker.cli.main import main
 from tracker.targets.launcher import find_free_port
 
 # run_noise 0: no run draws a speed factor of its own, so base and head differ by their config
 # alone (and the outcome by the config and the machine's load, never by a run's draw).
-BASE = """\
-name: gate-sim
-target:
-  kind: sim
-  model: sim/test-model
-  simulator: {seed: 1, prefill_s_per_token: 0.0001, decode_base_s: 0.008,
-              decode_per_seq_s: 0.0002, run_noise: 0.0}
-engine:
-  max_num_seqs: 16
-  block_size: 16
-"""
+BASE = gate_sim("gate-sim")
 SLOW = BASE.replace("max_num_seqs: 16", "max_num_seqs: 4")  # a quarter of the batch at 16 users
 HARMLESS = BASE.replace("block_size: 16", "block_size: 16\n  swap_space: 8")
 
