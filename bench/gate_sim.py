@@ -42,7 +42,7 @@ from tracker.gate.gating import (
 )
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
+from tracker.pipeline.execute import execute_suite
 from tracker.store.db import open_store
 
 ROOT = Path(__file__).resolve().parent.parent

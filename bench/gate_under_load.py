@@ -33,7 +33,7 @@ SUITE = REPO / "baselines" / "chat-short.yaml"
 TESTS = (
     "tests/gate/test_bisect.py::test_bisect_names_the_cut_max_num_seqs_alone_among_five_changes",
     "tests/gate/test_gate_runs_apart.py",
-    "tests/jobs/test_demo.py",
+    "tests/demo/test_story.py",
     "tests/gate/test_bisect.py::test_ctrl_c_while_probing_stores_the_bisection_as_interrupted",
     "tests/gate/test_gate_under_load.py",
 )

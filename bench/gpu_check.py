@@ -157,8 +157,8 @@ def print_sim_energy_per_token() -> None:
 
     from tracker.inputs.configs import load_config
     from tracker.inputs.suites import load_suite
-    from tracker.jobs.execute import execute_suite
     from tracker.metrics import compute_workload_metrics
+    from tracker.pipeline.execute import execute_suite
     from tracker.store.db import open_store
 
     with tempfile.TemporaryDirectory() as directory:

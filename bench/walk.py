@@ -23,16 +23,16 @@ import tempfile
 from pathlib import Path
 
 from tracker.analysis import compute_paired_quality
-from tracker.gate.quality_check import compute_pairs
-from tracker.inputs.configs import LoadedConfig, build_loaded_config, load_config
-from tracker.inputs.suites import LoadedSuite, QualityBlock, build_loaded_suite, load_suite
-from tracker.jobs.walk import (
+from tracker.demo.walk import (
     WalkMeasurement,
     compute_walk_steps,
     measure_walk,
     scale_timings,
     shipped_walk,
 )
+from tracker.gate.quality_check import compute_pairs
+from tracker.inputs.configs import LoadedConfig, build_loaded_config, load_config
+from tracker.inputs.suites import LoadedSuite, QualityBlock, build_loaded_suite, load_suite
 from tracker.metrics import GIB
 from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import compute_sample

@@ -1,5 +1,5 @@
 """`tracker demo`, run once per test session as a user runs it: ``python -m tracker demo`` from
-an empty directory, no ``--db``. tests/jobs/test_demo.py, tests/cli/test_main.py and the
+an empty directory, no ``--db``. tests/demo/test_story.py, tests/cli/test_main.py and the
 dashboard's tests read the same run (the ``demo`` fixture in tests/conftest.py)."""
 
 from __future__ import annotations

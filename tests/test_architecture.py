@@ -2,7 +2,7 @@
 
     base (errors, redaction, results, metrics, eventloop, jsontext)
       → quality → inputs → ingest → http_client → load → telemetry → sim → targets → runner → store
-      → analysis → jobs → gate → bisection → reports → scheduling → dashboard → mcp → cli
+      → analysis → pipeline → demo → gate → bisection → reports → scheduling → dashboard → mcp → cli
 
 Lazy imports inside functions and ``TYPE_CHECKING`` imports count: a dependency is a dependency.
 Besides the order: ``analysis`` and ``results`` are pure (no I/O library, no store, no network),
@@ -22,8 +22,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "tracker"
 BASE = ("errors", "redaction", "results", "metrics", "eventloop", "jsontext")
 STAGES = ("quality", "inputs", "ingest", "http_client", "load", "telemetry", "sim", "targets",
-          "runner", "store", "analysis", "jobs", "gate", "bisection", "reports", "scheduling",
-          "dashboard", "mcp", "cli")
+          "runner", "store", "analysis", "pipeline", "demo", "gate", "bisection",
+          "reports", "scheduling", "dashboard", "mcp", "cli")
 RANK = {**dict.fromkeys(BASE, 0), **{name: rank for rank, name in enumerate(STAGES, start=1)},
         "__main__": len(STAGES) + 1}  # python -m tracker: the command line's entry
 # What a pure module may import: nothing that reaches a file, a socket, a process or the store.

@@ -10,8 +10,8 @@ from tests.telemetry.fake_nvml import FakeNvml
 from tracker.dashboard.pages import page
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
 from tracker.metrics import compute_workload_metrics
+from tracker.pipeline.execute import execute_suite
 from tracker.results import RunResult
 from tracker.store.db import open_store
 from tracker.telemetry import TelemetrySettings

@@ -14,7 +14,7 @@ from tracker.dashboard.pages import page
 from tracker.dashboard.trend_changes import compute_detected_markers
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
+from tracker.pipeline.execute import execute_suite
 from tracker.results import RunResult
 from tracker.store.db import open_store
 

@@ -14,9 +14,9 @@ import pytest
 from tests.scripted_server import Reply, ScriptedServer, ServerFactory
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
 from tracker.load.bodies import ENDPOINT_PATHS, build_request_specs
 from tracker.load.generator import Endpoint, RequestSpec, open_client, run_request
+from tracker.pipeline.execute import execute_suite
 from tracker.results import TokenSource
 from tracker.store.db import open_store
 

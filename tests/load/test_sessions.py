@@ -23,7 +23,6 @@ from tests.scripted_server import (
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import Suite, Workload, build_loaded_suite
 from tracker.inputs.traffic import PlannedSession, PlannedTurn, WorkloadTraffic
-from tracker.jobs.execute import execute_suite
 from tracker.load.bodies import build_session_requests
 from tracker.load.generator import Endpoint
 from tracker.load.phases import (
@@ -33,6 +32,7 @@ from tracker.load.phases import (
     compute_turn_results,
 )
 from tracker.load.sessions import SessionGenerator
+from tracker.pipeline.execute import execute_suite
 from tracker.reports.load_report import render_load_json
 from tracker.results import WorkloadResult
 

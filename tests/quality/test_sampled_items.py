@@ -13,7 +13,7 @@ from tests.telemetry.fake_nvml import FakeNvml
 from tracker.gate.quality_check import compute_pairs
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
+from tracker.pipeline.execute import execute_suite
 from tracker.quality import QualitySetError, load_quality_set
 from tracker.telemetry import TelemetrySettings
 

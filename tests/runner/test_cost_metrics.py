@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from tests.telemetry.fake_nvml import FakeNvml
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
 from tracker.metrics import REGISTRY, Direction, compute_workload_metrics
+from tracker.pipeline.execute import execute_suite
 from tracker.reports.run_report import render_run_json, render_run_text
 from tracker.store.models import WorkloadMetricModel, WorkloadResultModel
 from tracker.telemetry import TelemetrySettings

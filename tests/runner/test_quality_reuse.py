@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 from tests.telemetry.fake_nvml import FakeNvml
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
+from tracker.pipeline.execute import execute_suite
 from tracker.reports.run_report import render_run_json, render_run_text
 from tracker.results import RunResult
 from tracker.telemetry import TelemetrySettings

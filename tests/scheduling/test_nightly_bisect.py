@@ -19,7 +19,7 @@ from tests.waiting import wait_for
 from tracker.cli.main import main
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import register_inputs
+from tracker.pipeline.execute import register_inputs
 from tracker.scheduling.alerts import WebhookSettings
 from tracker.scheduling.nightly_bisect import find_boundary, load_stored_side
 from tracker.scheduling.queueing import compute_suite_body, enqueue_schedule, utc_now

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from tests.simconfigs import FAST_SIM
 from tracker.cli.main import main
 from tracker.errors import StoreError, StoreLockedError
-from tracker.jobs import execute as pipeline
+from tracker.pipeline import execute as pipeline
 from tracker.results import RunStatus
 from tracker.store.db import (
     SQLITE_BUSY_TIMEOUT_ENV,
@@ -150,7 +150,7 @@ def test_a_lock_taken_mid_run_keeps_the_run_as_partial_once_it_is_released(
         paths: dict[str, Path], other_process: sqlite3.Connection,
         capsys: pytest.CaptureFixture[str]) -> None:
     waiting = _Seen("waiting up to")
-    logging.getLogger("tracker.jobs.execute").addHandler(waiting)
+    logging.getLogger("tracker.pipeline.execute").addHandler(waiting)
     problems: list[str] = []
 
     def hold_the_lock_during_the_slow_workload() -> None:
@@ -170,7 +170,7 @@ def test_a_lock_taken_mid_run_keeps_the_run_as_partial_once_it_is_released(
         code = _run(paths)
     finally:
         holder.join(90)
-        logging.getLogger("tracker.jobs.execute").removeHandler(waiting)
+        logging.getLogger("tracker.pipeline.execute").removeHandler(waiting)
     assert problems == []
     err = capsys.readouterr().err
     assert code == 3, err

@@ -22,7 +22,7 @@ from tests.waiting import wait_for
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config, load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
+from tracker.pipeline.execute import execute_suite
 from tracker.results import RunResult
 from tracker.store.db import open_store
 from tracker.targets.launcher import build_command, is_group_alive, launch_server

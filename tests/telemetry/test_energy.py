@@ -15,8 +15,8 @@ from tests.telemetry.fake_nvml import FakeNvml, FakeNvmlWithoutEnergy
 from tests.telemetry.test_runs import CONFIG, SUITE
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
 from tracker.metrics import compute_workload_metrics
+from tracker.pipeline.execute import execute_suite
 from tracker.reports.run_report import render_run_json, render_run_text
 from tracker.results import GpuSample
 from tracker.store.models import WorkloadMetricModel, WorkloadResultModel

@@ -11,7 +11,6 @@ from sqlalchemy import Engine
 from tests.telemetry.fake_nvml import FakeNvml
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
-from tracker.jobs.execute import execute_suite
 from tracker.metrics import (
     REGISTRY,
     SERVER_METRICS,
@@ -19,6 +18,7 @@ from tracker.metrics import (
     compute_samples,
     compute_workload_metrics,
 )
+from tracker.pipeline.execute import execute_suite
 from tracker.reports.run_report import render_run_text
 from tracker.results import RunResult, ServerTelemetry
 from tracker.telemetry import TelemetrySettings

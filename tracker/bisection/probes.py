@@ -4,7 +4,7 @@
 body (a path the head leaves unset is removed) and validates the result like any config, so a
 combination the schema refuses is a ``ConfigError`` naming the fields. A probe is named
 ``NAME.probe``: its runs are stored like any run, but they are not the nightly series of the
-base's name (``tracker.jobs.watch``), where a probe's regression would read as a change point.
+base's name (``tracker.pipeline.watch``), where a probe's regression would read as a change point.
 ``ProbeRunner`` runs a probe in the gate's rounds (``tracker.gate.rounds``: base control and
 probe interleaved ABBA, judged sequentially) and reads the analysis' verdict of the failing row;
 a config refused, a target that fails to start or a run that does not complete make the probe

@@ -1,6 +1,6 @@
 """``tracker demo``: the tracker's story on the built-in simulator (no GPU, no network, no keys).
 
-The work is ``tracker.jobs.demo`` (the tuning walk, then the change that regresses, each run
+The work is ``tracker.demo.story`` (the tuning walk, then the change that regresses, each run
 watched as a worker does); this glue prints each night, raises the alert a worker would post,
 runs the PR gate over the stored runs of the good and the bad version, writes its Markdown
 report, and says where to look. Exit 0 when the story was told: the regression was caught and
@@ -17,8 +17,8 @@ from tracker.errors import ExitCode, MeasurementError, UsageError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from tracker.demo.story import DemoHistory, DemoVersion
     from tracker.gate.gating import GateResult
-    from tracker.jobs.demo import DemoHistory, DemoVersion
     from tracker.results import RunResult
     from tracker.scheduling.alerts import RegressionAlert
     from tracker.store.regressions import RegressionRecord
@@ -104,7 +104,7 @@ def run_gate(engine: Engine, history: DemoHistory) -> GateResult:
 
 def headline(history: DemoHistory) -> RegressionRecord:
     """The TTFT p99 regression the demo opens Trends on (else the first caught)."""
-    from tracker.jobs.demo import HEADLINE_METRIC
+    from tracker.demo.story import HEADLINE_METRIC
 
     caught = history.caught
     return next((r for r in caught if r.series.metric == HEADLINE_METRIC), caught[0])
@@ -142,8 +142,8 @@ def render_story(history: DemoHistory, gate: GateResult, report: Path, url: str,
 
 def cmd_demo(db: str | None, quiet: bool, gate_report: str | None = None) -> int:
     from tracker.cli.output import write_text
+    from tracker.demo.story import build_history, load_demo
     from tracker.gate.gating import GateOutcome
-    from tracker.jobs.demo import build_history, load_demo
     from tracker.reports.gate_report import render_gate_markdown
     from tracker.scheduling.alerts import render_alert_text
     from tracker.store.db import open_store, redact_url, resolve_db_url

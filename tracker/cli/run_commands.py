@@ -24,7 +24,7 @@ def dispatch(args: argparse.Namespace) -> int:
 def cmd_run(config_path: str, suite_path: str, db: str | None, json_out: str | None,
             quiet: bool) -> int:
     config, suite = load_config(config_path), load_suite(suite_path)  # bad input fails first
-    from tracker.jobs.execute import execute_suite
+    from tracker.pipeline.execute import execute_suite
     from tracker.reports.run_report import render_run_json, render_run_text
     from tracker.runner.progress import ProgressPrinter
     from tracker.store.db import open_store, resolve_db_url

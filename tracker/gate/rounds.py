@@ -57,8 +57,8 @@ from tracker.gate.rows import compute_noise_prior as compute_rows_noise_prior
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.inputs.prompts import derive_seed
 from tracker.inputs.suites import LoadedSuite
-from tracker.jobs.execute import execute_suite
 from tracker.metrics import compute_samples
+from tracker.pipeline.execute import execute_suite
 from tracker.results import RunOrigin, RunResult, RunStatus
 from tracker.runner.progress import ProgressPrinter
 from tracker.store.run_noise import fetch_noise_runs

@@ -15,9 +15,9 @@ from typing import Any
 
 from tracker.errors import NotFoundError
 from tracker.inputs.shipped import find_checkout_folder
-from tracker.jobs.watch import WATCHED_METRICS
 from tracker.mcp.shapes import to_json
 from tracker.metrics import COMPARED_METRICS, REGISTRY
+from tracker.pipeline.watch import WATCHED_METRICS
 
 METRICS_URI = "tracker://metrics"
 DOCS_PREFIX = "tracker://docs/"

@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import ConfigError
 from tracker.eventloop import run_async
-from tracker.jobs.watch import watch_run
 from tracker.metrics import REGISTRY
+from tracker.pipeline.watch import watch_run
 from tracker.redaction import redact_data, redact_one_line, register_secret
 from tracker.results import RunResult
 from tracker.scheduling.defaults import WEBHOOK_ENV
@@ -259,7 +259,7 @@ RegressionSource = Callable[[Engine, RunResult], Sequence[RegressionAlert]]
 
 def analysis_regressions(engine: Engine, run: RunResult) -> list[RegressionAlert]:
     """The regressions ``run`` opened: the nightly watch runs over every series the run extends
-    (``tracker.jobs.watch.watch_run``, which stores each new change point once), and the open records
+    (``tracker.pipeline.watch.watch_run``, which stores each new change point once), and the open records
     whose first run of the new level is ``run`` are added. Only an open record in the worse
     direction alerts: an improvement (its own status) never does."""
     with Session(engine) as session, session.begin():

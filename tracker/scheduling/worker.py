@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import RunInterrupted, StoreLockedError, TrackerError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import LaunchSettings, LoadedConfig
-from tracker.jobs.execute import StoreSink, register_inputs
+from tracker.pipeline.execute import StoreSink, register_inputs
 from tracker.results import RunResult
 from tracker.runner.suite_runner import RunOutcome, SuiteRunner
 from tracker.scheduling.alerts import (

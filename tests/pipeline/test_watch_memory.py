@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from tracker.inputs.configs import ServingConfig, build_loaded_config
 from tracker.inputs.suites import Suite, build_loaded_suite
-from tracker.jobs.watch import WATCHED_METRICS, watch_run
 from tracker.load.summary import compute_workload_summary
 from tracker.metrics import GIB
+from tracker.pipeline.watch import WATCHED_METRICS, watch_run
 from tracker.results import (
     GpuDeviceSummary,
     GpuTelemetry,
@@ -136,7 +136,7 @@ def test_a_fall_of_a_quality_sets_accuracy_is_watched_as_its_own_series(store: E
 def test_a_step_from_zero_has_the_direction_of_its_levels() -> None:
     """Preemptions 0 -> 12: the relative change is undefined, the step is still worse."""
     from tracker.analysis import ChangePoint
-    from tracker.jobs.watch import _regressed
+    from tracker.pipeline.watch import _regressed
 
     up = ChangePoint(index=20, before=0.0, after=12.0, rel_change=None, p_value=0.001)
     down = ChangePoint(index=20, before=12.0, after=0.0, rel_change=-1.0, p_value=0.001)

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tests.demo_run import DemoOutput, fetch_demo_records
+from tracker.demo.story import WALK_RUNS, DemoStory, build_history, load_demo, shipped_demo
 from tracker.errors import MeasurementError
 from tracker.inputs.configs import load_config
-from tracker.jobs.demo import WALK_RUNS, DemoStory, build_history, load_demo, shipped_demo
 from tracker.store.db import open_store
 from tracker.store.runs import fetch_config_versions, fetch_runs
 

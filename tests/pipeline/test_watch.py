@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tracker.inputs.configs import ServingConfig, build_loaded_config
 from tracker.inputs.suites import Suite, build_loaded_suite
-from tracker.jobs.watch import WATCHED_METRICS, compute_alerts, record_regressions, watch_run
+from tracker.pipeline.watch import WATCHED_METRICS, compute_alerts, record_regressions, watch_run
 from tracker.results import (
     LatencyStats,
     RequestRecord,

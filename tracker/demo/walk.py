@@ -20,7 +20,7 @@ from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
 from tracker.inputs.shipped import shipped_configs
 from tracker.inputs.suites import LoadedSuite
-from tracker.jobs.execute import execute_suite
+from tracker.pipeline.execute import execute_suite
 from tracker.results import QualityResult
 from tracker.sim.server import ThreadedSimServer
 

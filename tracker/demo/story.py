@@ -4,7 +4,7 @@ One config name (``demo-chat``) goes through the versions in ``configs/demo/`` (
 order; the last is the change that regresses), each run ``WALK_RUNS`` times on the demo suite,
 so its series has levels. Each run is a real simulator run stored like any other, and after each
 the nightly watch replays the series it extends and stores the new change points with their
-attribution, as a worker does (``tracker.jobs.watch.watch_run``). The regressing version runs
+attribution, as a worker does (``tracker.pipeline.watch.watch_run``). The regressing version runs
 night after night until the watch has caught its TTFT p99 and throughput regressions
 (``STORY_METRICS``; ``MAX_CHANGE_RUNS`` nights at most).
 
@@ -21,13 +21,13 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tracker.demo.walk import scale_timings
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, load_config
 from tracker.inputs.shipped import shipped_configs
 from tracker.inputs.suites import LoadedSuite, load_suite
-from tracker.jobs.execute import execute_suite
-from tracker.jobs.walk import scale_timings
-from tracker.jobs.watch import watch_run
+from tracker.pipeline.execute import execute_suite
+from tracker.pipeline.watch import watch_run
 from tracker.results import RunResult, RunStatus
 from tracker.store.regressions import RegressionRecord
 

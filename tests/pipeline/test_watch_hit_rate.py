@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from tracker.inputs.configs import ServingConfig, build_loaded_config
 from tracker.inputs.suites import Suite, build_loaded_suite
-from tracker.jobs.watch import WATCHED_METRICS, watch_run
 from tracker.load.summary import compute_workload_summary
+from tracker.pipeline.watch import WATCHED_METRICS, watch_run
 from tracker.results import RequestRecord, RunStatus, TokenSource, WorkloadResult
 from tracker.store.regressions import RegressionStatus, SeriesKey, fetch_metric_series
 from tracker.store.runs import (

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from tracker.inputs.configs import ServingConfig, build_loaded_config
 from tracker.inputs.suites import Suite, build_loaded_suite
-from tracker.jobs.watch import watch_run
 from tracker.metrics import GIB
+from tracker.pipeline.watch import watch_run
 from tracker.results import (
     GpuDeviceSummary,
     GpuTelemetry,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tracker.demo.walk import compute_walk_steps, measure_walk, scale_timings, shipped_walk
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import build_loaded_suite, load_suite
-from tracker.jobs.walk import compute_walk_steps, measure_walk, scale_timings, shipped_walk
 from tracker.store.db import open_store
 
 REPEATS = 3
