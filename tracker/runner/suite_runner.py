@@ -38,30 +38,24 @@ from tracker.load.client_health import (
     compute_workers_needed,
     count_usable_cpus,
 )
-from tracker.load.generator import LoadGenerator, LoadPlan
+from tracker.load.generator import LoadPlan
 from tracker.load.phases import (
     Phase,
     WorkloadPhases,
     build_plan,
     build_session_plan,
-    compute_phase_result,
     compute_turn_results,
 )
-from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.load.shares import result_workers, with_workers
-from tracker.load.workers import WorkerPool
+from tracker.load.sessions import SessionPlan
+from tracker.load.shares import result_workers
 from tracker.quality.accuracy import compute_quality_result
 from tracker.quality.sets import QualitySet, compute_sample
 from tracker.results import QualityResult, RunStatus, WorkloadResult
 from tracker.runner.environment import collect_environment
+from tracker.runner.measure import run_measured_phase
 from tracker.runner.quality_client import run_quality_set
 from tracker.targets.exact_prompts import adapt_suite_traffic
 from tracker.targets.model_tokenizer import Tokenizer, open_tokenizer, resolve_tokenizer_path
-from tracker.targets.output_tokens import (
-    drop_output_texts,
-    run_output_token_counts,
-    with_token_check,
-)
 from tracker.targets.resolve import SIM_ENGINE, TargetHandle, open_target
 from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry
@@ -309,38 +303,16 @@ class SuiteRunner:
                             plan: LoadPlan | SessionPlan, workers: int) -> WorkloadResult:
         telemetry = WorkloadTelemetry(handle.endpoint, self.telemetry,
                                       compute_gpu_skip_reason(self.config.config.target))
-        generator = self._generator(handle, plan, workers, telemetry)
-        await telemetry.start()
-        try:
-            outcome = await generator.run()
-        except asyncio.CancelledError:
-            gpu, server = await telemetry.stop(complete=False)
-            if generator.records:  # keep the cut-short workload, marked incomplete
-                cut = generator.outcome(complete=False)
-                cut = replace(cut, records=drop_output_texts(cut.records))
-                partial = with_workers(compute_phase_result(workload, phase, plan, cut), workers)
-                partial = self._priced(replace(partial, gpu=gpu, server=server))
-                self.sink.save_workload(len(self.results), partial)
-                self.results.append(partial)
-            raise
-        gpu, server = await telemetry.stop()
-        counted = await run_output_token_counts(outcome.records, self.tokenizer)
-        outcome = replace(outcome, records=counted.records)
-        result = with_workers(compute_phase_result(workload, phase, plan, outcome), workers)
-        return with_token_check(replace(result, gpu=gpu, server=server), counted.check)
+        return await run_measured_phase(
+            handle.endpoint, workload, phase, plan, workers=workers, tokenizer=self.tokenizer,
+            telemetry=telemetry, on_cut=self._keep_cut,
+            on_progress=self.progress.request_done if self.progress is not None else None)
 
-    def _generator(self, handle: TargetHandle, plan: LoadPlan | SessionPlan, workers: int,
-                   telemetry: WorkloadTelemetry) -> LoadGenerator | WorkerPool:
-        """The phase's load generator; the server's counters start once its warm-up is over."""
-        on_progress = self.progress.request_done if self.progress is not None else None
-        if workers > 1:
-            return WorkerPool(handle.endpoint, plan, workers, on_progress=on_progress,
-                              on_warmed=telemetry.warmed)
-        if isinstance(plan, SessionPlan):
-            return SessionGenerator(handle.endpoint, plan, on_progress=on_progress,
-                                    on_warmed=telemetry.warmed)
-        return LoadGenerator(handle.endpoint, plan, on_progress=on_progress,
-                             on_warmed=telemetry.warmed)
+    def _keep_cut(self, partial: WorkloadResult) -> None:
+        """A workload cut short by an interrupt, kept and marked incomplete."""
+        partial = self._priced(partial)
+        self.sink.save_workload(len(self.results), partial)
+        self.results.append(partial)
 
     async def _run_quality(self, handle: TargetHandle) -> None:
         """Ask the suite's quality set (after the timed workloads, never during them): its
