@@ -1,34 +1,35 @@
 """Measured values: frozen, unit-named, no I/O.
 
-Durations are seconds, sizes are bytes, counts are plain ints; ``None`` means "not measured".
+Durations are seconds, sizes are bytes, counts are plain ints. ``None`` means "not measured".
 Definitions (written once, here, and repeated in README.md and the result JSON):
 
 - ``start_s``: when the request body had been written to the socket, in seconds since the
   workload's clock origin (a monotonic clock).
 - ``ttft_s``: from ``start_s`` to the first streamed chunk whose delta carries non-empty content.
   A role-only or empty first chunk is not a token.
-- ``itl_s``: every gap between consecutive content chunks; chunks that arrive in the same network
+- ``itl_s``: every gap between consecutive content chunks. Chunks that arrive in the same network
   read share one timestamp (so a gap can be 0).
 - ``e2el_s``: from ``start_s`` to the end of the stream.
-- ``tpot_s``: per request, ``(e2el_s - ttft_s) / (output_tokens - 1)``; not defined for one token.
+- ``tpot_s``: per request, ``(e2el_s - ttft_s) / (output_tokens - 1)``, not defined for one token.
 - ``output_tokens``: the server's ``usage.completion_tokens`` (asked for with
-  ``stream_options.include_usage``); when the server sends no usage, the number of content chunks,
-  and ``output_tokens_source`` says which. ``output_chunks`` is always the content-chunk count;
-  a chunk may carry several tokens (vLLM batches them when the client falls behind), so the
+  ``stream_options.include_usage``). When the server sends no usage, it is the number of content
+  chunks, and ``output_tokens_source`` says which. ``output_chunks`` is always the content-chunk
+  count. A chunk may carry several tokens (vLLM batches them when the client falls behind), so the
   server's count is checked against ``output_text_tokens``, the model's tokenizer's count of the
   text received, where a tokenizer is known (``tracker.load.summary``).
 - ``scheduled_start_s`` (open loop only): when the request was planned to start (for a trace,
   its row's time). The scheduled TTFT and E2E latency are measured from it, so client or server
   queueing is not hidden.
 - ``requested_input_tokens``: the prompt length the suite asked for, in the tokenizer it was built
-  with (None: it asked for none, e.g. a conversation's later turns); ``input_tokens`` beside it is
+  with (None: it asked for none, e.g. a conversation's later turns). ``input_tokens`` beside it is
   the server's ``usage.prompt_tokens`` when it sent one, so a mismatch is visible.
 - ``cached_input_tokens``: the prompt tokens the server says it served from its prefix cache
-  (``usage.prompt_tokens_details.cached_tokens``; vLLM with ``--enable-prompt-tokens-details``,
-  llama.cpp and SGLang report it); None when the server did not say (0 is a measured miss).
+  (``usage.prompt_tokens_details.cached_tokens``, which vLLM with
+  ``--enable-prompt-tokens-details``, llama.cpp and SGLang report). It is None when the server
+  did not say (0 is a measured miss).
 - ``session``, ``turn`` (multi-turn workloads only): the conversation's position among the
-  workload's measured ones (0-based, like ``index``) and the turn within it (1-based; a
-  sub-agent branch's request: its depth, the requests before it on its path plus one).
+  workload's measured ones (0-based, like ``index``) and the turn within it (1-based, and for a
+  sub-agent branch's request its depth: the requests before it on its path plus one).
 - session duration (``compute_session_durations``): per session without a failed request, from
   its first request's send to its last answer's end (think time, tool latencies and sub-agent
   branches included): the time to the session's end.
@@ -48,16 +49,16 @@ import numpy as np
 IMPORT_KEY = "import"  # a run's environment entry when it was imported from another tool's file
 ORIGIN_KEY = "origin"  # a run's environment entry when a gate or a bisection ran it
 NATIVE_SOURCE = "native"  # the source of a run the tracker measured itself, for the history
-# A run's source, the one rule (``compute_run_source`` here, ``run_source_column`` in SQL): the
-# first of these environment fields a run has, else native.
+# A run's source, the one rule (``compute_run_source``; the store keeps it in ``runs.source``):
+# the first of these environment fields a run has, else native.
 RUN_SOURCE_FIELDS = ((IMPORT_KEY, "tool"), (ORIGIN_KEY, "kind"))
 SERVER_CHECK_KEY = "server_check"  # a run's environment entry: what the server said about
 # itself and the warnings where it contradicts the config (tracker.targets.server_check)
 
 
 def compute_run_warnings(environment: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """The measurement warnings a run carries (its server check's), each a fact and a remedy;
-    () for a run without any (or stored before the check existed)."""
+    """The measurement warnings a run carries (its server check's), each a fact and a remedy,
+    or () for a run without any (or stored before the check existed)."""
     check = environment.get(SERVER_CHECK_KEY) if isinstance(environment, Mapping) else None
     warnings = check.get("warnings") if isinstance(check, Mapping) else None
     if not isinstance(warnings, Sequence) or isinstance(warnings, str):
@@ -76,7 +77,7 @@ class RunOrigin(StrEnum):
 
 
 def compute_run_source(environment: Mapping[str, Any] | None) -> str:
-    """``native`` for a run of the history the tracker measured; else the tool it was imported
+    """``native`` for a run of the history the tracker measured, else the tool it was imported
     from (``tracker import`` writes ``environment["import"]["tool"]``) or who ran it apart from
     the history (``environment["origin"]["kind"]``: ``gate`` or ``bisect``)."""
     for key, name in RUN_SOURCE_FIELDS:
@@ -164,7 +165,7 @@ class LatencyStats:
 
 def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
     """Mean, median, population std, linear-interpolated p90 and p99 (``vllm bench serve``'s
-    definitions); None for no values. Here, beside ``LatencyStats``, so a run's summary and an
+    definitions), or None for no values. Here, beside ``LatencyStats``, so a run's summary and an
     imported tool's per-request values are summarised by one function."""
     data = sorted(values)
     if not data:
@@ -181,7 +182,7 @@ def compute_latency_stats(values: Iterable[float]) -> LatencyStats | None:
 def compute_session_durations(records: Iterable[RequestRecord]) -> list[float]:
     """Each multi-turn session's time to its end, in session order: its first request's send
     to its last answer's end, for the sessions none of whose requests failed (a failed one
-    ended early); empty for a workload without sessions."""
+    ended early), or empty for a workload without sessions."""
     by_session: dict[int, list[RequestRecord]] = {}
     for record in records:
         if record.session is not None:
@@ -192,12 +193,13 @@ def compute_session_durations(records: Iterable[RequestRecord]) -> list[float]:
 
 @dataclass(frozen=True, slots=True)
 class ClientHealth:
-    """How the load generator itself fared; ``client_bound`` means its numbers are not the server's.
+    """How the load generator itself fared.
 
+    ``client_bound`` means its numbers are not the server's.
     ``cpu_fraction``: CPU time of the client's event-loop thread over the measured wall time.
     ``loop_lag_*``: how late a 10 ms timer on the client's event loop fired.
     ``send_lag_*``: how late request bodies left versus when they could have left (the planned
-    start in open loop, or when a slot freed up); waiting for a ``max_concurrency`` slot is not lag.
+    start in open loop, or when a slot freed up). Waiting for a ``max_concurrency`` slot is not lag.
     """
 
     cpu_fraction: float | None
@@ -287,7 +289,7 @@ class RunResult:
 
 @dataclass(frozen=True, slots=True)
 class GpuSample:
-    """One NVML reading of one GPU; a field the device does not report is None."""
+    """One NVML reading of one GPU. A field the device does not report is None."""
 
     gpu_index: int
     t_s: float  # seconds since the workload's sampling began (monotonic clock)
@@ -335,7 +337,7 @@ class GpuTelemetry:
 
     @property
     def energy_j(self) -> float | None:
-        """The energy of all GPUs together; None unless every GPU measured its own."""
+        """The energy of all GPUs together, or None unless every GPU measured its own."""
         values = [d.energy_j for d in self.devices]
         if not values or any(v is None for v in values):
             return None
@@ -343,7 +345,8 @@ class GpuTelemetry:
 
     @property
     def energy_source(self) -> str | None:
-        """"counter", "sampled power", or "mixed" when the GPUs differ; None: not measured."""
+        """The energy's source: "counter", "sampled power", or "mixed" when the GPUs differ
+        (None: not measured)."""
         sources = {d.energy_source for d in self.devices if d.energy_j is not None}
         if self.energy_j is None or not sources:
             return None
@@ -383,7 +386,7 @@ class ServerTelemetry:
 
     ``values`` holds gauges' ``*_peak``/``*_mean``, counters' deltas, the server's latency
     histograms as ``server_*_mean_s`` and ``prefix_cache_hit_rate`` (from counter deltas), under
-    vLLM's names whatever the engine (llama.cpp's and SGLang's are mapped onto them); the list is
+    vLLM's names whatever the engine (llama.cpp's and SGLang's are mapped onto them). The list is
     ``tracker.telemetry.server_metrics``' docstring (its ``GAUGES``, ``COUNTERS``, ``HISTOGRAMS``).
     A metric the server does not expose is absent. Of these, the registry's ``SERVER_METRICS``
     (``tracker.metrics``) are stored and trended with the workload's own metrics.
@@ -412,7 +415,7 @@ class QualityResult:
     """A run's quality set: accuracy with its Wilson interval, and the drift from a baseline.
 
     ``drift`` is the share of items answered in both runs whose answer text changed since the
-    baseline run (``drift_baseline_run_id``); None when there is no baseline to compare with.
+    baseline run (``drift_baseline_run_id``), or None when there is no baseline to compare with.
     ``reused_from_run_id``: the answers are a copy of that run's (quality asked once per config
     version and suite a night, ``tracker.runner.suite_runner``).
     """

@@ -13,7 +13,6 @@ from sqlalchemy import (
     JSON,
     Boolean,
     CheckConstraint,
-    ColumnElement,
     DateTime,
     Dialect,
     Double,
@@ -26,11 +25,10 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
-    func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from tracker.results import RUN_SOURCE_FIELDS
+from tracker.results import NATIVE_SOURCE
 
 RESULT_SCHEMA_VERSION = 1  # the layout of a stored run; bumped when its meaning changes
 
@@ -46,7 +44,7 @@ RUN_STATUSES = ("running", "completed", "partial", "failed")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A tz-aware timestamp stored in UTC; SQLite, which keeps no zone, reads back as UTC."""
+    """A tz-aware timestamp stored in UTC. SQLite, which keeps no zone, reads back as UTC."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
@@ -114,24 +112,19 @@ class RunModel(Base):
     tracker_version: Mapped[str] = mapped_column(String(64))
     simulated: Mapped[bool] = mapped_column(Boolean)
     environment: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # native, the tool it was imported from, or gate / bisect (tracker.results.compute_run_source)
+    source: Mapped[str] = mapped_column(String(40), server_default=NATIVE_SOURCE)
     schema_version: Mapped[int] = mapped_column(Integer)
     owner_pid: Mapped[int | None] = mapped_column(Integer)  # while running: who runs it on host
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)  # its heartbeat vouches
 
 
 
-def run_source_column() -> ColumnElement[Any]:
-    """A run's source in SQL (``tracker.results.compute_run_source``): the tool it was imported
-    from, else who ran it apart from the history (``gate``, ``bisect``); NULL: the history."""
-    return func.coalesce(*(RunModel.environment[key][name].as_string()
-                           for key, name in RUN_SOURCE_FIELDS))
-
-
 class WorkloadResultModel(Base):
-    """One workload of a run: its settings and summary columns; metrics live in their own table.
+    """One workload of a run: its settings and summary columns (metrics live in their own table).
 
-    ``*_count`` is the number of samples behind a latency's statistics (``LatencyStats.count``);
-    NULL when that latency was not measured.
+    ``*_count`` is the number of samples behind a latency's statistics (``LatencyStats.count``),
+    or NULL when that latency was not measured.
     """
 
     __tablename__ = "workload_results"
@@ -169,7 +162,7 @@ class WorkloadResultModel(Base):
 
 class WorkloadMetricModel(Base):
     """``compute_workload_metrics`` of a workload (its summary's and the server's registry
-    metrics), one row per measured metric, SI units; a metric not measured has no row."""
+    metrics), one row per measured metric, in SI units. A metric not measured has no row."""
 
     __tablename__ = "workload_metrics"
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from tracker.metrics import QUALITY_SERIES_PREFIX, quality_series_name
 from tracker.results import RunStatus
-from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel, run_source_column
+from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.models_quality import QualitySummaryModel
 
 _COLUMNS = {"accuracy": QualitySummaryModel.accuracy, "answer_drift": QualitySummaryModel.drift}
@@ -39,12 +39,14 @@ def _joined(*columns: Any) -> Select[Any]:
 def fetch_quality_series_rows(session: Session, config_name: str, suite_name: str,
                               workload: str, metric: str) -> list[Any]:
     """Completed runs' (run id, started, value, config version, canonical config, suite
-    version, environment) of one set's ``metric``, oldest first; not measured: no row."""
+    version, environment, source) of one set's ``metric``, oldest first. A run not measured has
+    no row."""
     if not workload.startswith(QUALITY_SERIES_PREFIX):
         return []
     column = _COLUMNS[metric]
     query = (_joined(RunModel.id, RunModel.started_at, column, ConfigVersionModel.version,
-                     ConfigVersionModel.canonical, SuiteModel.version, RunModel.environment)
+                     ConfigVersionModel.canonical, SuiteModel.version, RunModel.environment,
+                     RunModel.source)
              .where(ConfigVersionModel.name == config_name, SuiteModel.name == suite_name,
                     QualitySummaryModel.set_name == workload.removeprefix(QUALITY_SERIES_PREFIX),
                     RunModel.status == RunStatus.COMPLETED.value, column.is_not(None))
@@ -68,7 +70,7 @@ def fetch_quality_trend_rows(session: Session, metric: str, *, configs: Sequence
     column = _COLUMNS[metric]
     query = (_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
-                     QualitySummaryModel.set_name, column, run_source_column())
+                     QualitySummaryModel.set_name, column, RunModel.source)
              .where(ConfigVersionModel.name.in_(list(configs)), SuiteModel.name.in_(list(suites)),
                     column.is_not(None))
              .order_by(RunModel.started_at, RunModel.id))

@@ -1,6 +1,6 @@
 """Read-only queries for the dashboard: plain values and pandas DataFrames, never ORM rows.
 
-Every function takes a Session and only reads. Timestamps in frames are tz-aware UTC; metric
+Every function takes a Session and only reads. Timestamps in frames are tz-aware UTC. Metric
 values stay in SI units (seconds, tokens/s) as stored — conversion happens at display.
 """
 
@@ -22,13 +22,12 @@ from tracker.metrics import (
     compute_workload_metrics,
     quality_series_name,
 )
-from tracker.results import NATIVE_SOURCE, ORIGIN_KEY, RunResult
+from tracker.results import RunOrigin, RunResult
 from tracker.store.models import (
     ConfigVersionModel,
     RunModel,
     SuiteModel,
     WorkloadMetricModel,
-    run_source_column,
 )
 from tracker.store.models import WorkloadResultModel as Workloads
 from tracker.store.quality_series import fetch_quality_trend_rows, is_quality_metric
@@ -48,7 +47,7 @@ RUN_LIST_COLUMNS = ("run_id", "started_at", "status", "simulated", "config", "co
 
 @dataclass(frozen=True, slots=True)
 class StoreSummary:
-    """How much the store holds; ``runs == 0`` is the empty database."""
+    """How much the store holds. ``runs == 0`` is the empty database."""
 
     runs: int
     configs: int
@@ -131,15 +130,15 @@ def _runs_joined(*columns: Any) -> Select[Any]:
 # --- overview ------------------------------------------------------------------------------
 
 
-_OF_HISTORY = RunModel.environment[ORIGIN_KEY]["kind"].as_string().is_(None)  # no gate's
+_OF_HISTORY = RunModel.source.not_in([origin.value for origin in RunOrigin])  # no gate's
 
 
 def fetch_overview(session: Session) -> pd.DataFrame:
     """The latest run of every (config name, suite name), with how many runs the pair has:
     runs of the history, not a gate's or a bisection's (a PR head shares its config's name).
 
-    Grouping by (config version, suite) runs on the covering index ix_runs_config_suite_started;
-    versions are folded into their config name here, then only the latest runs are read.
+    Grouping by (config version, suite) runs on the covering index ix_runs_config_suite_started.
+    Versions are folded into their config name here, then only the latest runs are read.
     """
     names = dict(session.execute(select(ConfigVersionModel.id, ConfigVersionModel.name)).all())
     suites = dict(session.execute(select(SuiteModel.id, SuiteModel.name)).all())
@@ -224,13 +223,11 @@ def fetch_trend(
     if is_quality_metric(metric):
         rows = fetch_quality_trend_rows(session, metric, configs=configs, suites=suites,
                                         workloads=workloads, since=since)
-        quality = _frame(rows, TREND_COLUMNS)
-        quality["source"] = quality["source"].fillna(NATIVE_SOURCE)
-        return quality
+        return _frame(rows, TREND_COLUMNS)
     query = (
         _runs_joined(RunModel.id, RunModel.started_at, RunModel.status, RunModel.simulated,
                      ConfigVersionModel.name, ConfigVersionModel.version, SuiteModel.name,
-                     Workloads.name, WorkloadMetricModel.value, run_source_column())
+                     Workloads.name, WorkloadMetricModel.value, RunModel.source)
         .join(Workloads, Workloads.run_id == RunModel.id)
         .join(WorkloadMetricModel, (WorkloadMetricModel.workload_result_id == Workloads.id)
               & (WorkloadMetricModel.metric == metric))
@@ -241,9 +238,7 @@ def fetch_trend(
         query = query.where(Workloads.name.in_(list(workloads)))
     if since is not None:
         query = query.where(RunModel.started_at >= since)
-    frame = _frame(session.execute(query).all(), TREND_COLUMNS)
-    frame["source"] = frame["source"].fillna(NATIVE_SOURCE)
-    return frame
+    return _frame(session.execute(query).all(), TREND_COLUMNS)
 
 
 # --- one run, two runs ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Regression records (one per alerted change point) and the lookups analysis needs.
 
-Every function takes a Session; the caller owns the transaction. Rows stay in here: callers get
+Every function takes a Session, and the caller owns the transaction. Rows stay in here: callers get
 ``RegressionRecord``, ``SeriesPoint`` and ``ConfigVersionRow`` values.
 """
 
@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.errors import NotFoundError
-from tracker.results import NATIVE_SOURCE, RunStatus, compute_run_source
+from tracker.results import NATIVE_SOURCE, RunStatus
 from tracker.store.listings import ConfigVersionRow
 from tracker.store.models import (
     ConfigVersionModel,
@@ -109,8 +109,8 @@ def save_regression(
     detected_at: datetime | None = None,
 ) -> int:
     """Store a new record (``open``, or ``improvement`` when ``regressed`` is False:
-    ``initial_status``); returns its id. ``before`` and ``after`` are the two levels in the
-    metric's units, ``rel_change`` the estimate and ``interval`` its bounds."""
+    ``initial_status``) and return its id. ``before`` and ``after`` are the two levels in the
+    metric's units, ``rel_change`` is the estimate and ``interval`` its bounds."""
     if interval is not None and not interval[0] <= interval[1]:
         raise ValueError(f"interval: low must not exceed high (got {interval})")
     now = detected_at or datetime.now(UTC)
@@ -156,8 +156,8 @@ def fetch_series_regressions(
     workloads: Sequence[str] | None = None,
     limit: int = 1000,
 ) -> list[RegressionRecord]:
-    """Every record (any status) of ``metric`` on these configs and suites (and workloads; None:
-    all), oldest first: the change points Trends draws."""
+    """Every record (any status) of ``metric`` on these configs and suites (and workloads, where
+    None is all), oldest first: the change points Trends draws."""
     query = select(RegressionModel).where(RegressionModel.metric == metric,
                                           RegressionModel.config_name.in_(list(configs)),
                                           RegressionModel.suite_name.in_(list(suites)))
@@ -183,8 +183,9 @@ def update_regression_status(
     session: Session, regression_id: int, status: RegressionStatus, note: str | None = None,
     *, by: str | None = None, now: datetime | None = None,
 ) -> RegressionRecord:
-    """Move a record to ``status`` (any status to any other), optionally replacing its note;
-    ``by`` is who did it (the dashboard's viewer; None: not known), cut to the column's size."""
+    """Move a record to ``status`` (any status to any other), optionally replacing its note.
+    ``by`` is who did it (the dashboard's viewer, or None when not known), cut to the column's
+    size."""
     row = _row(session, regression_id)
     row.status = status.value
     if note is not None:
@@ -213,16 +214,15 @@ def _record(row: RegressionModel) -> RegressionRecord:
 
 
 def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint]:
-    """The metric's value in every completed run of the series, oldest first; imported runs are
-    left out, client-bound ones kept (a host that starves the client every night would
+    """The metric's value in every completed run of the series, oldest first. Imported runs are
+    left out and client-bound ones kept (a host that starves the client every night would
     otherwise leave the watch no series at all, and a busy night is a point like any other:
     the detector sets a spike aside, and a step that persists is a change to look at). A quality
     metric's series is its set's (workload ``quality:<set>``, ``tracker.store.quality_series``)."""
     if is_quality_metric(series.metric):
         found = fetch_quality_series_rows(session, series.config_name, series.suite_name,
                                           series.workload, series.metric)
-        return [SeriesPoint(*row) for row in found
-                if compute_run_source(row.environment) == NATIVE_SOURCE]
+        return [SeriesPoint(*row[:7]) for row in found if row.source == NATIVE_SOURCE]
     rows = session.execute(
         select(RunModel.id, RunModel.started_at, WorkloadMetricModel.value,
                ConfigVersionModel.version, ConfigVersionModel.canonical, SuiteModel.version,
@@ -236,18 +236,18 @@ def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint
                SuiteModel.name == series.suite_name,
                WorkloadResultModel.name == series.workload,
                WorkloadMetricModel.metric == series.metric,
-               RunModel.status == RunStatus.COMPLETED.value)
+               RunModel.status == RunStatus.COMPLETED.value,
+               # Runs imported from another tool (``tracker import``) are not the nightly
+               # series: other definitions, another client. Nor are a gate's or a bisection's.
+               RunModel.source == NATIVE_SOURCE)
         .order_by(RunModel.started_at, RunModel.id)
     )
-    # Runs imported from another tool (``tracker import``) are not the nightly series: other
-    # definitions, another client. The watch follows the tracker's own runs only.
-    return [SeriesPoint(*row) for row in rows
-            if compute_run_source(row.environment) == NATIVE_SOURCE]
+    return [SeriesPoint(*row) for row in rows]
 
 
 def fetch_config_version(session: Session, ref: str) -> tuple[str, ConfigVersionRow]:
-    """A stored config version by ``NAME@VERSION`` or a version prefix (6+ hex digits);
-    returns the config's name and the version."""
+    """A stored config version by ``NAME@VERSION`` or a version prefix (6+ hex digits), as the
+    config's name and the version."""
     name, _, prefix = ref.rpartition("@")
     prefix = prefix.lower()
     query = select(ConfigVersionModel).where(ConfigVersionModel.version.startswith(prefix))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.results import NATIVE_SOURCE, RunResult, RunStatus, compute_run_source
+from tracker.results import NATIVE_SOURCE, RunResult, RunStatus
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.runs import fetch_run
 
@@ -22,25 +22,22 @@ NOISE_RUNS = 10  # the most earlier runs a prior is taken from
 def fetch_noise_run_ids(session: Session, config_version: str, suite_version: str, *,
                         host: str | None = None, limit: int = NOISE_RUNS) -> list[int]:
     """The ids of the last ``limit`` completed runs of the config version (its sha256) with the
-    suite version, newest first, imported runs left out; only runs of ``host`` when given."""
+    suite version, newest first, imported runs left out, and only runs of ``host`` when it is
+    given."""
     query = (
-        select(RunModel.id, RunModel.environment)
+        select(RunModel.id)
         .join(ConfigVersionModel, RunModel.config_version_id == ConfigVersionModel.id)
         .join(SuiteModel, RunModel.suite_id == SuiteModel.id)
         .where(ConfigVersionModel.version == config_version,
                SuiteModel.version == suite_version,
-               RunModel.status == RunStatus.COMPLETED.value)
+               RunModel.status == RunStatus.COMPLETED.value,
+               RunModel.source == NATIVE_SOURCE)
         .order_by(RunModel.started_at.desc(), RunModel.id.desc())
+        .limit(limit)
     )
     if host is not None:
         query = query.where(RunModel.host == host)
-    ids: list[int] = []
-    for run_id, environment in session.execute(query):
-        if len(ids) >= limit:
-            break
-        if compute_run_source(environment) == NATIVE_SOURCE:
-            ids.append(run_id)
-    return ids
+    return list(session.scalars(query))
 
 
 def fetch_noise_runs(session: Session, config_version: str, suite_version: str, *,

@@ -1,4 +1,4 @@
-"""Save and fetch runs. Every function takes a Session; the caller owns the transaction::
+"""Save and fetch runs. Every function takes a Session, and the caller owns the transaction::
 
     with Session(engine) as session, session.begin():
         run_id = begin_run(session, ...)
@@ -23,7 +23,6 @@ from tracker.inputs.configs import LoadedConfig
 from tracker.inputs.suites import LoadedSuite
 from tracker.metrics import compute_run_metrics, compute_workload_metrics
 from tracker.results import (
-    NATIVE_SOURCE,
     LatencyStats,
     RequestRecord,
     RunResult,
@@ -32,6 +31,7 @@ from tracker.results import (
     VersionRef,
     WorkloadResult,
     WorkloadSummary,
+    compute_run_source,
     compute_run_warnings,
 )
 from tracker.store.listings import ConfigVersionRow, RunListing
@@ -44,7 +44,6 @@ from tracker.store.models import (
     SuiteModel,
     WorkloadMetricModel,
     WorkloadResultModel,
-    run_source_column,
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
 from tracker.store.storable import INT64_MAX, INT64_MIN
@@ -85,7 +84,7 @@ def save_suite(session: Session, loaded: LoadedSuite) -> int:
 def _get_or_create(
     session: Session, model: type[ConfigVersionModel | SuiteModel], values: dict[str, Any]
 ) -> int:
-    """Insert unless (name, version) exists; safe against a concurrent writer of the same row."""
+    """Insert unless (name, version) exists, safely against a concurrent writer of the same row."""
     find = select(model.id).where(model.name == values["name"],
                                   model.version == values["version"])
     found = session.scalar(find)
@@ -122,7 +121,7 @@ def begin_run(
     simulated: bool,
     environment: Mapping[str, Any],
 ) -> int:
-    """Store a new run with status ``running``; returns its id."""
+    """Store a new run with status ``running`` and return its id."""
     run = RunModel(
         config_version_id=config_version_id,
         suite_id=suite_id,
@@ -134,6 +133,7 @@ def begin_run(
         tracker_version=tracker_version,
         simulated=simulated,
         environment=dict(environment),
+        source=compute_run_source(environment),
         schema_version=RESULT_SCHEMA_VERSION,
     )
     session.add(run)
@@ -143,7 +143,7 @@ def begin_run(
 
 def save_workload(session: Session, run_id: int, position: int, result: WorkloadResult) -> None:
     """Store one finished workload: summary columns, its metrics (``compute_workload_metrics``:
-    the summary's, the server's, cost, energy and GPU memory; with the run's own,
+    the summary's, the server's, cost, energy and GPU memory, and the run's own
     ``compute_run_metrics``: the launched server's startup time) and every request record."""
     row = WorkloadResultModel(run_id=run_id, position=position, **_workload_values(result))
     session.add(row)
@@ -225,7 +225,7 @@ def _record_values(workload_result_id: int, record: RequestRecord) -> dict[str, 
 def finish_run(
     session: Session, run_id: int, status: RunStatus, ended_at: datetime, reason: str | None
 ) -> None:
-    """Record how and when a run ended (``reason`` says why it is partial or failed); an ended
+    """Record how and when a run ended (``reason`` says why it is partial or failed). An ended
     run has no owner and no lease (``tracker.store.leases``)."""
     run = session.get(RunModel, run_id)
     if run is None:
@@ -277,7 +277,7 @@ def fetch_run(session: Session, run_id: int) -> RunResult:
 
 
 def fetch_run_warnings(session: Session, run_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
-    """Each run's measurement warnings (``compute_run_warnings``), without its workloads; a run
+    """Each run's measurement warnings (``compute_run_warnings``), without its workloads. A run
     without any is left out."""
     rows = session.execute(select(RunModel.id, RunModel.environment)
                            .where(RunModel.id.in_(list(run_ids)))).all()
@@ -398,7 +398,7 @@ def _summary(row: WorkloadResultModel, metrics: Mapping[str, float]) -> Workload
 
 
 def _stats(key: str, count: int | None, metrics: Mapping[str, float]) -> LatencyStats | None:
-    """Rebuild a latency's statistics from its metric rows; None when it was not measured."""
+    """Rebuild a latency's statistics from its metric rows, or None when it was not measured."""
     names = [f"{key}_{stat}_s" for stat in ("mean", "median", "std", "p90", "p99")]
     if count is None or any(name not in metrics for name in names):
         return None
@@ -420,7 +420,7 @@ def fetch_runs(session: Session, limit: int = 20) -> list[RunListing]:
         select(RunModel.id, RunModel.status, RunModel.simulated, ConfigVersionModel.name,
                ConfigVersionModel.version, SuiteModel.name, RunModel.started_at,
                RunModel.ended_at, totals.c.workloads, totals.c.completed, totals.c.failed,
-               run_source_column())
+               RunModel.source)
         .join(ConfigVersionModel, RunModel.config_version_id == ConfigVersionModel.id)
         .join(SuiteModel, RunModel.suite_id == SuiteModel.id)
         .outerjoin(totals, totals.c.run_id == RunModel.id)
@@ -445,5 +445,5 @@ def _listing(row: Sequence[Any]) -> RunListing:
         workloads=int(workloads or 0),
         completed=int(completed or 0),
         failed=int(failed or 0),
-        source=NATIVE_SOURCE if source is None else str(source),
+        source=str(source),
     )
