@@ -1,8 +1,10 @@
 """tracker.http_client.client against real servers on 127.0.0.1: keep-alive, failures, proxies and TLS.
 
-The servers here are asyncio servers written for the test, so each can misbehave exactly as a case
-needs (close an idle connection, never answer, refuse a tunnel); the forward proxy is a real one
-(absolute-form requests forwarded, CONNECT tunnelled) that records what the client told it.
+Plain HTTP straight to the server runs over the tracker's own connections, https and anything
+proxied over aiohttp, both through the same ``WireClient``. The servers here are asyncio servers
+written for the test, so each can misbehave exactly as a case needs (close an idle connection,
+never answer, refuse a tunnel). The forward proxy is a real one (absolute-form requests forwarded,
+CONNECT tunnelled) that records what the client told it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pytest
 from tests.scripted_server import DONE, ServerFactory, chat_chunk, token_stream, usage_chunk
 from tracker.errors import ConfigError
 from tracker.eventloop import run_async
-from tracker.http_client.client import Route, WireClient, parse_route
+from tracker.http_client.client import USER_AGENT, Route, WireClient, parse_route
 from tracker.http_client.sse import StreamError
 from tracker.load.generator import Endpoint, RequestSpec, open_client, run_request
 from tracker.results import RequestRecord, TokenSource
@@ -427,7 +429,7 @@ def test_http_proxy_routes_plain_http_and_keeps_credentials_out_of_the_label(
 ) -> None:
     monkeypatch.setenv(name, "http://alice:s3cr%40t@proxy.example:3128")
     route = parse_route("http://api.example:8000/v1")
-    assert route.proxy == ("proxy.example", 3128)
+    assert route.proxy == "http://proxy.example:3128"
     assert route.proxy_label == "HTTP_PROXY=http://proxy.example:3128"
     assert route.proxy_auth == basic("alice", "s3cr@t")
     for shown in (route.proxy_label, repr(route), str(route)):
@@ -440,7 +442,7 @@ def test_http_proxy_routes_plain_http_and_keeps_credentials_out_of_the_label(
 def test_https_proxy_routes_https_only(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     monkeypatch.setenv(name, "proxy.example:3129")  # no scheme: http:// is meant
     route = parse_route("https://api.example/v1")
-    assert route.proxy == ("proxy.example", 3129)
+    assert route.proxy == "http://proxy.example:3129"
     assert route.proxy_label == "HTTPS_PROXY=http://proxy.example:3129"
     assert route.proxy_auth is None
     assert parse_route("http://api.example/v1").proxy is None
@@ -448,13 +450,13 @@ def test_https_proxy_routes_https_only(monkeypatch: pytest.MonkeyPatch, name: st
 
 def test_a_proxy_without_a_port_is_on_port_80(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example")
-    assert parse_route("http://api.example").proxy == ("proxy.example", 80)
+    assert parse_route("http://api.example").proxy == "http://proxy.example:80"
 
 
 def test_all_proxy_routes_both_schemes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3130")
-    assert parse_route("http://api.example").proxy == ("proxy.example", 3130)
-    assert parse_route("https://api.example").proxy == ("proxy.example", 3130)
+    assert parse_route("http://api.example").proxy == "http://proxy.example:3130"
+    assert parse_route("https://api.example").proxy == "http://proxy.example:3130"
 
 
 def test_the_proxy_label_names_the_variable_that_was_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -567,8 +569,8 @@ async def test_a_proxy_refusing_the_tunnel_is_a_proxy_error_naming_the_status(
 async def test_a_proxy_that_never_answers_the_connect_times_out_and_is_hung_up_on(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the connection opened in WireClient._open is not yet exchange()'s ``connection`` while the
-    # CONNECT is pending, so the timeout leaves it open (bug: wire.py _open/_tunnel never abort it)
+    # a timeout while the CONNECT is pending must hang up on the proxy, not leave the connection
+    # open (an earlier hand-written tunnel did)
     proxy = ForwardProxy(silent=True)
     async with TcpServer(proxy) as proxy_server:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_server.port}")
@@ -603,6 +605,80 @@ async def test_https_streams_directly_with_a_trusted_certificate(
     assert records[1].output_tokens == 2
     assert server.connections == 1
     assert [request.line for _, request in server.requests] == ["POST /v1/chat/completions HTTP/1.1"] * 2
+
+
+async def test_https_stamps_the_send_feeds_each_read_to_the_sink_and_keeps_alive(
+    tls_server_context: ssl.SSLContext
+) -> None:
+    reads: list[tuple[bytes, float]] = []
+    stamp: dict[str, float] = {}
+    async with TcpServer(stream_every_request, tls=tls_server_context) as server, \
+            WireClient(server.url, time.perf_counter) as client:
+        head = client.prepare("POST", f"{server.url}/v1/chat/completions",
+                              {"Content-Type": "application/json", "Accept": "text/event-stream"})
+        data = client.request(head, b"{}")
+        before = time.perf_counter()
+        streamed = await client.exchange(data, sink=lambda body, at: reads.append((body, at)),
+                                         timeout_s=5, stamp=stamp)
+        kept = await client.exchange(data, sink=None, timeout_s=5, stamp={})
+        opened = client.opened
+    assert (streamed.status, streamed.streamed, streamed.body) == (200, True, b"")
+    assert streamed.headers["content-type"] == "text/event-stream"
+    assert before <= stamp["sent"] <= reads[0][1] <= reads[-1][1]
+    assert b"".join(body for body, _ in reads) == b"".join(STREAM_EVENTS)  # de-chunked
+    assert (kept.streamed, kept.body) == (False, b"".join(STREAM_EVENTS))  # no sink: kept
+    assert opened == server.connections == 1
+    _, request = server.requests[0]
+    assert request.line == "POST /v1/chat/completions HTTP/1.1"
+    assert request.headers["host"] == f"127.0.0.1:{server.port}"
+    assert request.headers["user-agent"] == USER_AGENT
+    assert request.headers["accept-encoding"] == "identity"
+    assert request.body == b"{}"
+
+
+async def test_an_https_error_answer_keeps_its_body_and_is_not_redirected(
+    tls_server_context: ssl.SSLContext
+) -> None:
+    async def refuse(server: TcpServer, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter, index: int) -> None:
+        while await server.next_request(reader, index) is not None:
+            if len(server.requests) == 1:
+                writer.write(b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /v1/elsewhere\r\n"
+                             b"Content-Length: 0\r\n\r\n")
+            else:
+                body = b'{"error": {"message": "slow down"}}'
+                writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+
+    async with TcpServer(refuse, tls=tls_server_context) as server:
+        redirected, limited = await stream_once(server.url, requests=2)
+    assert redirected.error_class == "http_307"
+    assert (limited.error_class, limited.error) == ("http_429", "Retry-After: 7; slow down")
+    assert [request.line.split()[1] for _, request in server.requests] == \
+        ["/v1/chat/completions"] * 2
+
+
+async def test_https_to_a_closed_port_is_connection_refused_naming_host_and_port() -> None:
+    port = find_free_port()
+    [record] = await stream_once(f"https://127.0.0.1:{port}")
+    assert record.error_class == "connection_refused"
+    assert f"cannot connect to 127.0.0.1:{port}" in (record.error or "")
+
+
+async def test_an_https_stream_cut_off_in_the_middle_is_a_connection_reset(
+    tls_server_context: ssl.SSLContext
+) -> None:
+    async def cut_off(server: TcpServer, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter, index: int) -> None:
+        await server.next_request(reader, index)
+        writer.write(stream_answer()[:200])  # the head and part of the body, then the close
+        await writer.drain()
+
+    async with TcpServer(cut_off, tls=tls_server_context) as server:
+        [record] = await stream_once(server.url)
+    assert record.error_class == "connection_reset"
+    assert f"the exchange with 127.0.0.1:{server.port} broke off" in (record.error or "")
 
 
 @pytest.fixture

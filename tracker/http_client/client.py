@@ -1,14 +1,14 @@
-"""The load generator's HTTP client: where requests go, a keep-alive pool, one exchange at a time.
+"""The load generator's HTTP client: where requests go, and one interface for both ways there.
 
-- ``parse_route``: the endpoint's scheme, host and port, and the proxy the environment names for
-  it (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, minus ``NO_PROXY``), as the OpenAI SDK and
-  aiohttp's ``trust_env`` honour them: plain http goes to the proxy in absolute form, https through
-  a ``CONNECT`` tunnel, then TLS to the endpoint;
-- ``WireClient``: a pool of ``Http1Connection`` (``connection.py``) to one endpoint; ``exchange`` writes
-  one prepared request and waits for its answer under a total timeout, retrying once on a fresh
-  connection when a reused one turns out to have been closed by the server before it answered.
-Failures are ``StreamError`` with a class (``connection_refused``, ``proxy_error``, ``tls_error``,
-``timeout``…), which the load generator turns into a failed request record.
+``parse_route`` reads the endpoint's scheme, host and port, and the proxy the environment names for
+it (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, minus ``NO_PROXY``), as the OpenAI SDK and
+aiohttp's ``trust_env`` honour them. ``WireClient`` sends plain HTTP straight to the endpoint over
+its own keep-alive ``Http1Connection`` pool (``connection.py``), the hot path. It sends https, and
+anything that goes through a proxy, with aiohttp (``AiohttpExchange``), which does the TLS, the
+``CONNECT`` tunnel and the proxy's credentials. Either way ``exchange`` takes the same request bytes,
+feeds the same sink and answers with the same ``Response`` under a total timeout. Failures are
+``StreamError`` with a class (``connection_refused``, ``proxy_error``, ``tls_error``, ``timeout``…),
+which the load generator turns into a failed request record.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ import ssl
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import SimpleNamespace, TracebackType
+
+import aiohttp
 
 from tracker import __version__
 from tracker.errors import ConfigError
 from tracker.http_client.connection import (
+    MAX_KEPT_BODY_BYTES,
     Clock,
     Handoff,
     Http1Connection,
@@ -45,7 +48,7 @@ class Route:
     scheme: str  # "http" or "https"
     host: str
     port: int
-    proxy: tuple[str, int] | None = None
+    proxy: str | None = None  # the proxy's URL, credentials removed
     proxy_label: str = ""  # e.g. "HTTPS_PROXY=http://127.0.0.1:3128", credentials removed
     proxy_auth: str | None = field(default=None, repr=False)  # a Proxy-Authorization value
 
@@ -103,7 +106,7 @@ def parse_route(base_url: str) -> Route:
 def _with_proxy(route: Route, proxy_url: str, name: str) -> Route:
     proxy = urllib.parse.urlsplit(proxy_url if "://" in proxy_url else f"http://{proxy_url}")
     try:
-        port = proxy.port
+        port = proxy.port or 80
     except ValueError:
         after_host = proxy.netloc.rpartition("@")[2]
         raise ConfigError(f"{name}={proxy.scheme}://{after_host}: the port is not a port "
@@ -116,8 +119,9 @@ def _with_proxy(route: Route, proxy_url: str, name: str) -> Route:
         user = urllib.parse.unquote(proxy.username)
         secret = urllib.parse.unquote(proxy.password or "")
         auth = "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
-    return Route(route.scheme, route.host, route.port, (proxy.hostname, port or 80),
-                 f"{name}={shown}", auth)
+    host = f"[{proxy.hostname}]" if ":" in proxy.hostname else proxy.hostname
+    url = f"http://{host}:{port}"
+    return Route(route.scheme, route.host, route.port, url, f"{name}={url}", auth)
 
 
 def _check_header(name: str, value: str) -> None:
@@ -126,8 +130,21 @@ def _check_header(name: str, value: str) -> None:
                                          "check the variable it comes from")
 
 
+def _connect_error(route: Route, exc: OSError) -> StreamError:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if route.proxy is not None:
+        return StreamError("proxy_error", f"local proxy failed: {route.proxy_label} ({reason}); "
+                                          "start the proxy or unset the variable")
+    if isinstance(exc, socket.gaierror):
+        return StreamError("connection_refused", f"cannot resolve {route.host!r} ({reason}); "
+                                                 "check base_url")
+    kind = "connection_refused" if isinstance(exc, ConnectionRefusedError) else "connection_error"
+    return StreamError(kind, f"cannot connect to {route.authority} ({reason}); is the server "
+                             "up and is base_url right?")
+
+
 class WireClient:
-    """Keep-alive HTTP/1.1 connections to one endpoint (use ``async with``)."""
+    """Keep-alive connections to one endpoint (use ``async with``)."""
 
     def __init__(self, base_url: str, clock: Clock) -> None:
         self.route = parse_route(base_url)
@@ -135,34 +152,34 @@ class WireClient:
         self.clock = PollClock(self.loop, clock)
         self.handoff = Handoff(self.loop)
         self.idle: list[Http1Connection] = []
-        self.ssl = ssl.create_default_context() if self.route.scheme == "https" else None
         self.heads: dict[str, bytes] = {}  # the caller's cache of prepared heads
-        self.opened = 0  # connections opened so far
+        direct = self.route.scheme == "http" and self.route.proxy is None
+        self.aiohttp = None if direct else AiohttpExchange(self.route, clock)
+        self.own_opened = 0  # connections the plain pool opened so far
+
+    @property
+    def opened(self) -> int:
+        """Connections opened so far."""
+        return self.own_opened if self.aiohttp is None else self.aiohttp.opened
 
     async def __aenter__(self) -> WireClient:
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        self.close()
-
-    def close(self) -> None:
         for connection in self.idle:
             connection.abort("closed by the client")
         self.idle.clear()
+        if self.aiohttp is not None:
+            await self.aiohttp.session.close()
 
     def prepare(self, method: str, url: str, headers: dict[str, str]) -> bytes:
         """The head of a request for ``url`` (on this client's endpoint) up to its blank line,
         less the body length (see ``request``)."""
-        route = self.route
         parts = urllib.parse.urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        if route.proxy is not None and route.scheme == "http":
-            target = f"http://{route.authority}{target}"  # absolute form, to the proxy
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {route.authority}",
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self.route.authority}",
                  f"User-Agent: {USER_AGENT}", "Accept-Encoding: identity"]
-        if route.proxy_auth is not None and route.scheme == "http":
-            lines.append(f"Proxy-Authorization: {route.proxy_auth}")
         for name, value in headers.items():
             _check_header(name, value)
             lines.append(f"{name}: {value}")
@@ -174,7 +191,10 @@ class WireClient:
 
     async def exchange(self, data: bytes, *, sink: Sink | None, timeout_s: float,
                        stamp: dict[str, float]) -> Response:
-        """Send one request and wait for its answer; StreamError on any failure."""
+        """Send one request and wait for its answer; StreamError on any failure. The plain pool
+        retries once on a fresh connection when a reused one was closed before it answered."""
+        if self.aiohttp is not None:
+            return await self.aiohttp.exchange(data, sink, timeout_s, stamp)
         connection: Http1Connection | None = None
         try:
             async with asyncio.timeout(timeout_s):
@@ -216,77 +236,95 @@ class WireClient:
             async with asyncio.timeout(connect_timeout_s):
                 return await self._open()
         except TimeoutError:
-            raise StreamError("timeout", f"could not connect to {self._next_hop()} within "
+            raise StreamError("timeout", f"could not connect to {self.route.authority} within "
                                          f"{connect_timeout_s:g} s") from None
-
-    def _next_hop(self) -> str:
-        route = self.route
-        return f"the proxy ({route.proxy_label})" if route.proxy else route.authority
 
     def _factory(self) -> Http1Connection:
         return Http1Connection(self.loop, self.clock, self.handoff)
 
     async def _open(self) -> Http1Connection:
-        route = self.route
-        host, port = route.proxy or (route.host, route.port)
-        direct_tls = self.ssl if route.proxy is None else None
         try:
-            _, connection = await self.loop.create_connection(
-                self._factory, host, port, ssl=direct_tls,
-                server_hostname=route.host if direct_tls is not None else None)
-        except ssl.SSLError as exc:
-            raise StreamError("tls_error", f"TLS with {route.authority} failed: {exc}") from None
+            _, connection = await self.loop.create_connection(self._factory, self.route.host,
+                                                              self.route.port)
         except OSError as exc:
-            raise self._connect_error(exc) from None
-        if route.proxy is not None and route.scheme == "https":
-            try:
-                await self._tunnel(connection)
-            except BaseException:  # a failure, a timeout, a cancellation: hang up on the proxy
-                connection.abort("the tunnel was not opened")
-                raise
-        self.opened += 1
+            raise _connect_error(self.route, exc) from None
+        self.own_opened += 1
         return connection
 
-    def _connect_error(self, exc: OSError) -> StreamError:
-        route = self.route
-        reason = exc.strerror or str(exc) or type(exc).__name__
-        if route.proxy is not None:
-            return StreamError("proxy_error", f"local proxy failed: {route.proxy_label} "
-                                              f"({reason}); start the proxy or unset the variable")
-        if isinstance(exc, socket.gaierror):
-            return StreamError("connection_refused", f"cannot resolve {route.host!r} ({reason}); "
-                                                     "check base_url")
-        kind = "connection_refused" if isinstance(exc, ConnectionRefusedError) else \
-            "connection_error"
-        return StreamError(kind, f"cannot connect to {route.authority} ({reason}); is the server "
-                                 "up and is base_url right?")
 
-    async def _tunnel(self, connection: Http1Connection) -> None:
-        """CONNECT through the proxy, then TLS with the endpoint on the same connection."""
+class AiohttpExchange:
+    """An https or proxied endpoint's requests, each read back from the bytes ``WireClient`` made.
+
+    The send stamp is taken as aiohttp writes the request's last part. Each read of the body goes to
+    the sink stamped when the coroutine reading it wakes (the plain pool stamps it where it lands).
+    """
+
+    def __init__(self, route: Route, clock: Clock) -> None:
+        self.route, self.clock, self.opened = route, clock, 0
+        trace = aiohttp.TraceConfig()
+        trace.on_connection_create_end.append(self._count)
+        trace.on_request_headers_sent.append(self._stamp)
+        trace.on_request_chunk_sent.append(self._stamp)
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=None,
+                                         ssl=ssl.create_default_context())  # SSL_CERT_FILE now
+        self.session = aiohttp.ClientSession(connector=connector, trace_configs=[trace],
+                                             auto_decompress=False, timeout=aiohttp.ClientTimeout(
+                                                 total=None, connect=CONNECT_TIMEOUT_S))
+
+    async def _count(self, *_: object) -> None:
+        self.opened += 1
+
+    async def _stamp(self, _session: object, context: SimpleNamespace, _params: object) -> None:
+        context.trace_request_ctx["sent"] = self.clock()
+
+    async def exchange(self, data: bytes, sink: Sink | None, timeout_s: float,
+                       stamp: dict[str, float]) -> Response:
+        head, _, body = data.partition(b"\r\n\r\n")
+        line, *fields = head.decode("latin-1").split("\r\n")
+        method, target, _ = line.split(" ", 2)
+        headers = {name: value for name, _, value in (text.partition(": ") for text in fields)}
         route = self.route
-        lines = [f"CONNECT {route.host}:{route.port} HTTP/1.1", f"Host: {route.host}:{route.port}"]
-        if route.proxy_auth is not None:
-            lines.append(f"Proxy-Authorization: {route.proxy_auth}")
+        auth = {"Proxy-Authorization": route.proxy_auth} if route.proxy_auth else None
+        if auth is not None and route.scheme == "http":
+            headers.update(auth)  # aiohttp puts proxy_headers on a CONNECT only
         try:
-            answer = await connection.send(("\r\n".join(lines) + "\r\n\r\n").encode(), None, {},
-                                           tunnel=True)
-        except StreamError as exc:
-            raise StreamError("proxy_error", f"local proxy failed: {route.proxy_label} "
-                                             f"({exc})") from None
-        if answer.status != 200:
-            connection.abort("the proxy refused the tunnel")
-            raise StreamError("proxy_error", f"the proxy ({route.proxy_label}) refused to tunnel "
-                                             f"to {route.authority}: HTTP {answer.status} "
-                                             f"{answer.reason}")
-        assert connection.transport is not None and self.ssl is not None
-        try:
-            transport = await self.loop.start_tls(connection.transport, connection, self.ssl,
-                                                  server_hostname=route.host)
-        except (ssl.SSLError, OSError) as exc:
-            connection.abort("TLS failed")
-            raise StreamError("tls_error", f"TLS with {route.authority} through "
-                                           f"{route.proxy_label} failed: {exc}") from None
-        assert transport is not None
-        transport.set_write_buffer_limits(high=0)
-        connection.transport = transport
-        connection.requests = 0  # the CONNECT was not an answer to a request of ours
+            async with asyncio.timeout(timeout_s), self.session.request(
+                    method, f"{route.scheme}://{route.authority}{target}", headers=headers,
+                    data=body or None, proxy=route.proxy, proxy_headers=auth, allow_redirects=False,
+                    trace_request_ctx=stamp) as response:
+                return await self._read(response, sink)
+        except TimeoutError as exc:
+            if isinstance(exc, aiohttp.ConnectionTimeoutError):
+                where = f"the proxy ({route.proxy_label})" if route.proxy else route.authority
+                raise StreamError("timeout", f"could not connect to {where} within "
+                                             f"{CONNECT_TIMEOUT_S:g} s") from None
+            raise StreamError("timeout", f"no complete answer within {timeout_s:g} s") from None
+        except aiohttp.ClientError as exc:
+            raise self._error(exc) from None
+
+    async def _read(self, response: aiohttp.ClientResponse, sink: Sink | None) -> Response:
+        headers = {name.lower(): ", ".join(response.headers.getall(name)) for name in response.headers}
+        if response.status != 200 or "text/event-stream" not in headers.get("content-type", ""):
+            sink = None
+        kept = bytearray()
+        async for data in response.content.iter_any():
+            if sink is not None:
+                sink(data, self.clock())
+            elif len(kept) < MAX_KEPT_BODY_BYTES:
+                kept += data[:MAX_KEPT_BODY_BYTES - len(kept)]
+        return Response(response.status, response.reason or "", headers, bytes(kept), sink is not None)
+
+    def _error(self, exc: aiohttp.ClientError) -> StreamError:
+        route = self.route
+        if isinstance(exc, aiohttp.ClientSSLError):
+            via = f" through {route.proxy_label}" if route.proxy else ""
+            return StreamError("tls_error", f"TLS with {route.authority}{via} failed: {exc.os_error}")
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return _connect_error(route, exc.os_error)
+        if isinstance(exc, aiohttp.ClientHttpProxyError):
+            return StreamError("proxy_error", f"the proxy ({route.proxy_label}) refused to tunnel to "
+                                              f"{route.authority}: HTTP {exc.status} {exc.message}")
+        if isinstance(exc, aiohttp.ServerDisconnectedError):
+            return StreamError("connection_reset", "the server closed the connection before answering")
+        return StreamError("connection_reset", f"the exchange with {route.authority} broke off: "
+                                               f"{type(exc).__name__}: {exc}")

@@ -1,8 +1,9 @@
 """One HTTP/1.1 keep-alive connection, as an asyncio protocol that stamps and parses each read.
 
-The load generator's hot path, written for it rather than borrowed (bench/loadgen.py measures why:
-aiohttp's response stream costs several Python calls per HTTP chunk, and on Python 3.11 it writes
-a request body from a separately scheduled task):
+The load generator's hot path for plain HTTP straight to the endpoint, written for it rather than
+borrowed. bench/loadgen.py measures why: aiohttp's response stream costs several Python calls per
+HTTP chunk, and on Python 3.11 it writes a request body from a separately scheduled task. TLS and
+proxied traffic go through aiohttp instead (``client.py``). What this connection does:
 
 - a request (head and body serialised before timing) leaves in one ``transport.write``; its send
   stamp is taken when the bytes are in the kernel: at once when the write went through, or when
@@ -147,7 +148,6 @@ class Http1Connection(asyncio.Protocol):
         self.done: asyncio.Future[Response] | None = None
         self.stamp: dict[str, float] = {}
         self._sink: Sink | None = None
-        self._tunnel = False  # a CONNECT: a 2xx answer has no body
         self._written = 0.0  # when the last request was handed to the transport
         self._reset_response()
 
@@ -231,12 +231,12 @@ class Http1Connection(asyncio.Protocol):
 
     # -- one request ---------------------------------------------------------------------------
 
-    def send(self, data: bytes, sink: Sink | None, stamp: dict[str, float], *,
-             tunnel: bool = False) -> asyncio.Future[Response]:
+    def send(self, data: bytes, sink: Sink | None,
+             stamp: dict[str, float]) -> asyncio.Future[Response]:
         """Write one request; ``stamp['sent']`` is set once its bytes have left the client."""
         assert self.transport is not None
         self._reset_response()
-        self._sink, self._tunnel, self.stamp = sink, tunnel, stamp
+        self._sink, self.stamp = sink, stamp
         self.done = done = self.loop.create_future()
         self.transport.write(data)
         self._written = now = self.clock.clock()
@@ -281,7 +281,7 @@ class Http1Connection(asyncio.Protocol):
         return buffer
 
     def _framing(self, status: int, headers: dict[str, str]) -> int:
-        if status in (204, 304) or (self._tunnel and 200 <= status < 300):
+        if status in (204, 304):
             return _DONE
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self._need = 0
