@@ -1,4 +1,4 @@
-"""Scorers and the JSON-schema subset, on literal answers with known scores."""
+"""Scorers and JSON Schema violations, on literal answers with known scores."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tracker.quality.jsonschema import check_schema, find_violation
-from tracker.quality.scorers import parse_choice, parse_last_number, score_output
+from tracker.quality.scorers import find_violation, parse_choice, parse_last_number, score_output
 from tracker.quality.sets import QualityItem
 
 
@@ -87,18 +86,31 @@ def test_json_parses_and_matches_the_schema(output: str, score: float) -> None:
     assert score_output(item("json", SCHEMA), output) == score
 
 
-def test_schema_subset_checks_arrays_enums_and_strings() -> None:
+def test_a_violation_names_the_json_path_and_the_reason() -> None:
     schema = {"type": "array", "minItems": 1, "maxItems": 2,
               "items": {"type": "string", "enum": ["a", "b"], "maxLength": 1}}
-    check_schema(schema)
     assert find_violation(["a", "b"], schema) is None
-    assert find_violation([], schema) == "$: fewer than 1 items"
+    assert find_violation([], schema) == "$: [] should be non-empty"
     assert find_violation(["a", "c"], schema) == "$[1]: 'c' is not one of ['a', 'b']"
-    assert find_violation("a", schema) == "$: expected array, got str"
+    assert find_violation("a", schema) == "$: 'a' is not of type 'array'"
+    assert find_violation({"name": "oxygen", "n": 0}, SCHEMA) == "$.n: 0 is less than the minimum of 1"
+    assert find_violation({"name": "oxygen", "n": 8, "x": 1}, SCHEMA) == (
+        "$: Additional properties are not allowed ('x' was unexpected)")
 
 
-def test_schema_subset_refuses_keywords_it_cannot_check() -> None:
-    with pytest.raises(ValueError, match=r"schema.properties.x: unsupported keyword 'oneOf'"):
-        check_schema({"type": "object", "properties": {"x": {"oneOf": []}}})
-    with pytest.raises(ValueError, match="unknown type 'int'"):
-        check_schema({"type": "int"})
+def test_true_is_not_an_integer_and_one_point_zero_is() -> None:
+    assert find_violation(True, {"type": "integer"}) == "$: True is not of type 'integer'"
+    assert find_violation(1.0, {"type": "integer"}) is None
+    assert find_violation(1.5, {"type": "integer"}) == "$: 1.5 is not of type 'integer'"
+    assert find_violation(True, {"const": 1}) == "$: 1 was expected"
+
+
+def test_json_scores_with_keywords_past_the_old_subset() -> None:
+    schema = {"$defs": {"element": {"enum": ["H", "He", "Li"]}},
+              "type": "object", "required": ["symbol"],
+              "properties": {"symbol": {"$ref": "#/$defs/element"},
+                             "mass": {"oneOf": [{"type": "integer"}, {"type": "null"}]}}}
+    assert score_output(item("json", schema), '{"symbol": "He", "mass": 4}') == 1.0
+    assert score_output(item("json", schema), '{"symbol": "He", "mass": null}') == 1.0
+    assert score_output(item("json", schema), '{"symbol": "Ne"}') == 0.0
+    assert score_output(item("json", schema), '{"symbol": "He", "mass": "4"}') == 0.0

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from referencing.exceptions import Unresolvable
 
 from tracker.inputs.suites import load_suite
 from tracker.quality import QualitySetError, load_quality_set, score_output
+from tracker.quality.scorers import find_violation
 from tracker.quality.set_files import MAX_SET_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +58,11 @@ GOOD = '{"id": "a", "prompt": "2+2?", "expected": 4, "scorer": "numeric"}'
     ('{"id": "b", "prompt": "q", "expected": "(", "scorer": "regex"}',
      r"set.jsonl:3: .*not a regular expression"),
     ('{"id": "b", "prompt": "q", "expected": {"anyOf": []}, "scorer": "json"}',
-     r"set.jsonl:3: .*unsupported keyword 'anyOf'"),
+     r"set.jsonl:3: .*expected\.anyOf: \[\] should be non-empty$"),
+    ('{"id": "b", "prompt": "q", "expected": {"properties": {"n": {"type": "int"}}}, "scorer": "json"}',
+     r"set.jsonl:3: .*expected\.properties\.n\.type: 'int' is not valid under any of the given"),
+    ('{"id": "b", "prompt": "q", "expected": {"$ref": "#/$defs/n"}, "scorer": "json"}',
+     r"set.jsonl:3: .*expected: \$ref '#/\$defs/n' points to nothing in the schema"),
     ('{"id": "b", "prompt": "q", "expected": 1, "scorer": "numeric", "param": {}}',
      r"set.jsonl:3: param: unknown key; allowed: id, prompt"),
     ('{"id": "b", "prompt": "q", "expected": 1, "scorer": "numeric", "params": {"tol": 1}}',
@@ -69,6 +79,43 @@ def test_a_bad_line_names_the_file_line_and_fix(tmp_path: Path, line: str, messa
     path = _write(tmp_path, GOOD, "// a comment", line)
     with pytest.raises(QualitySetError, match=message):
         load_quality_set(path)
+
+
+@pytest.fixture
+def schema_host() -> Iterator[tuple[str, list[str]]]:
+    """A real HTTP server on 127.0.0.1 serving a schema: its URL, and the paths requested."""
+    requested: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requested.append(self.path)
+            body = b'{"type": "integer"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/schema+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/n.json", requested
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_a_remote_schema_ref_is_refused_and_never_fetched(
+    tmp_path: Path, schema_host: tuple[str, list[str]]
+) -> None:
+    url, requested = schema_host
+    line = json.dumps({"id": "b", "prompt": "q", "expected": {"$ref": url}, "scorer": "json"})
+    with pytest.raises(QualitySetError, match=r"set.jsonl:1: .*\$ref 'http://127.0.0.1:\d+/n.json' "
+                       r"points to nothing in the schema; a schema is never fetched"):
+        load_quality_set(_write(tmp_path, line))
+    with pytest.raises(Unresolvable):  # scoring, too, resolves only within the schema
+        find_violation(1, {"$ref": url})
+    assert requested == []
 
 
 def test_a_set_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:

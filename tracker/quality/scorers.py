@@ -8,18 +8,28 @@
   ``tolerance`` + ``relative_tolerance`` x |expected| of the expected number — the last, because
   models write "17 + 25 = 42";
 - ``choice``: the letter the answer picks ("B", "(B)", "B) Jupiter", "Answer: B") is the expected;
-- ``json``: the answer (optionally inside a ```json fence) parses and matches the schema.
+- ``json``: the answer (optionally inside a ```json fence) parses and matches the JSON Schema
+  (2020-12; ``find_violation`` says how it does not).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
-from tracker.quality.jsonschema import find_violation
-from tracker.quality.sets import ChoiceParams, NumericParams, QualityItem, TextParams
+from tracker.quality.sets import (
+    LOCAL_SCHEMA_REFS,
+    ChoiceParams,
+    NumericParams,
+    QualityItem,
+    TextParams,
+)
 
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
@@ -87,6 +97,14 @@ def parse_choice(text: str, options: str) -> str | None:
 def _score_choice(item: QualityItem, output: str) -> bool:
     options = ChoiceParams.model_validate(item.params).options
     return parse_choice(output, options) == str(item.expected)
+
+
+def find_violation(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """How ``value`` breaks ``schema`` (one checked at load), the error ``best_match`` ranks first,
+    as ``JSON path: reason``; None when it matches."""
+    validator = Draft202012Validator(schema, registry=LOCAL_SCHEMA_REFS)
+    error = best_match(validator.iter_errors(value))
+    return None if error is None else f"{error.json_path}: {error.message}"
 
 
 def _score_json(item: QualityItem, output: str) -> bool:

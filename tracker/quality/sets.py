@@ -9,8 +9,8 @@ One JSON object a line (blank lines and lines starting with ``//`` are skipped):
 - ``prompt``: sent as the only user message, at temperature 0;
 - ``expected`` and ``scorer``: ``exact``/``contains`` (text), ``regex`` (a pattern searched in the
   answer), ``numeric`` (a number; ``params``: ``tolerance``, ``relative_tolerance``), ``choice``
-  (one letter; ``params``: ``options``, default ``ABCD``), ``json`` (a schema, see
-  ``tracker.quality.jsonschema``). Text scorers take ``params.case_sensitive`` (default false);
+  (one letter; ``params``: ``options``, default ``ABCD``), ``json`` (a JSON Schema 2020-12,
+  ``check_json_schema``). Text scorers take ``params.case_sensitive`` (default false);
 - ``answer`` (optional): a reference answer. Loading checks that it passes its own scorer; the
   simulator says it when it answers the item right;
 - ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item;
@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -47,15 +49,19 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012, SchemaRegistry
 
 from tracker.errors import QualitySetError
 from tracker.jsontext import UntrustedJSONError, parse_untrusted_json
 from tracker.quality.formats import convert_line
-from tracker.quality.jsonschema import check_schema
 
 ScorerName = Literal["exact", "contains", "regex", "numeric", "choice", "json"]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 ASK_SEPARATOR = "#"  # never in an item id: ``<id>#k`` is the k-th ask of a sampled item
+# A json item's $ref resolves within its own schema or not at all: this registry fetches nothing.
+LOCAL_SCHEMA_REFS: SchemaRegistry = Registry()
 
 
 def is_sampled_ask(result_id: str) -> bool:
@@ -112,7 +118,7 @@ class QualityItem(_Strict):
         PARAMS[self.scorer].model_validate(self.params)
         expected = self.expected
         if self.scorer == "json":
-            check_schema(expected, "expected")
+            check_json_schema(expected, "expected")
         elif isinstance(expected, dict):
             raise ValueError(f"expected: a {self.scorer} item expects text or a number, not an "
                              "object (only scorer 'json' takes a schema)")
@@ -156,6 +162,32 @@ class QualitySet:
     @property
     def short_version(self) -> str:
         return self.version[:12]
+
+
+def check_json_schema(schema: object, where: str) -> None:
+    """Raise ValueError naming the place in ``schema`` (``where`` plus its JSON path) where it is
+    not a JSON Schema 2020-12, or a ``$ref`` that does not resolve within it."""
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"{where}: a schema must be a JSON object (got {type(schema).__name__})")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"{where}{exc.json_path.removeprefix('$')}: {exc.message}") from None
+    root = DRAFT202012.create_resource(schema)
+    todo = [(root, LOCAL_SCHEMA_REFS.resolver_with_root(root))]
+    while todo:  # each subschema, resolving as the validator will: from its base URI
+        resource, resolver = todo.pop()
+        for key in ("$ref", "$dynamicRef"):
+            ref = resource.contents.get(key) if isinstance(resource.contents, Mapping) else None
+            if not isinstance(ref, str):
+                continue
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                raise ValueError(f"{where}: {key} {ref!r} points to nothing in the schema; a "
+                                 "schema is never fetched, so put what it points to under "
+                                 "$defs and refer to it as '#/$defs/NAME'") from None
+        todo += [(child, resolver.in_subresource(child)) for child in resource.subresources()]
 
 
 def compute_sample(quality_set: QualitySet, size: int | None, seed: int) -> QualitySet:

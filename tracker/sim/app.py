@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 
 import tracker
 from tracker.inputs.configs import ServingConfig
@@ -30,7 +31,6 @@ from tracker.sim.protocol import (
 
 SIMULATED_HEADER = "x-tracker-simulated"
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-_PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Parser = Callable[[dict[str, Any], ModelLimits], CompletionRequest]
 
 
@@ -129,7 +129,7 @@ class _Handlers:
 
     async def metrics(self, _request: web.Request) -> web.Response:
         text = render_metrics(self._engine.snapshot(), self._limits.model)
-        return web.Response(body=text.encode(), headers={"Content-Type": _PROMETHEUS_TYPE})
+        return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
     async def tokenize(self, request: web.Request) -> web.Response:
         """vLLM's ``/tokenize``: ``prompt`` or ``messages`` (their contents, as chat counts them);
