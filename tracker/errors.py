@@ -35,7 +35,10 @@ class ExitCode(IntEnum):
 
 
 class TrackerError(Exception):
-    """Base of every error the user can cause; the message says what, where, the value and the fix."""
+    """Base of every error the user can cause.
+
+    The message says what failed, where, the bad value and the fix.
+    """
 
     exit_code: int = ExitCode.USAGE
 
@@ -69,20 +72,20 @@ class NotFoundError(StoreError):
 
 
 class StoreLockedError(StoreError):
-    """A write waited longer than the busy (or lock) timeout; what was stored before is kept."""
+    """A write waited longer than the busy (or lock) timeout. What was stored before is kept."""
 
     exit_code = ExitCode.NOT_MEASURED
 
 
 class StoreWriteError(StoreError):
-    """The database refused a write (its disk is full, the file is read-only); what was stored
+    """The database refused a write (its disk is full, the file is read-only). What was stored
     before is kept, and a run cut short by it is closed as partial by the next reader."""
 
     exit_code = ExitCode.NOT_MEASURED
 
 
 class OutputWriteError(TrackerError):
-    """A result or report file could not be written (disk full); no half-written file is left."""
+    """A result or report file could not be written (disk full). No half-written file is left."""
 
     exit_code = ExitCode.NOT_MEASURED
 
@@ -92,6 +95,6 @@ class MeasurementError(TrackerError):
 
 
 class RunInterrupted(TrackerError):
-    """The run was stopped by Ctrl-C or SIGTERM; the message says what was kept."""
+    """The run was stopped by Ctrl-C or SIGTERM. The message says what was kept."""
 
     exit_code = ExitCode.INTERRUPTED

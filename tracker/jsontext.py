@@ -14,7 +14,10 @@ from typing import Any
 
 
 class UntrustedJSONError(json.JSONDecodeError):
-    """Not one JSON document; ``msg``, ``lineno`` and ``colno`` say where, as the decoder's."""
+    """The text is not one JSON document.
+
+    ``msg``, ``lineno`` and ``colno`` say where, as the decoder's do.
+    """
 
     def __init__(self, msg: str, doc: str, pos: int, *, too_deep: bool = False) -> None:
         super().__init__(msg, doc, pos)
@@ -22,7 +25,7 @@ class UntrustedJSONError(json.JSONDecodeError):
 
 
 def parse_untrusted_json(text: str | bytes) -> Any:
-    """The one JSON document in ``text``; ``UntrustedJSONError`` for anything else."""
+    """The one JSON document in ``text``. Anything else raises ``UntrustedJSONError``."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

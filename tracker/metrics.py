@@ -1,15 +1,15 @@
 """The metric registry: every stored metric with its unit and the direction that is better.
 
 A workload's summary is flattened into ``{metric name: value}`` in SI units (seconds, tokens/s,
-bytes); only the edges (display, exported JSON) convert to milliseconds and GiB; the server's
+bytes). Only the edges (display, exported JSON) convert to milliseconds and GiB. The server's
 own per-run values (``SERVER_METRICS``: the prefix-cache hit rate, the KV-cache usage peak, the
 preemptions, speculative decoding's acceptance rate and mean acceptance length) and the GPU
-memory (NVML's, or the simulator's own account of its simulated GPU) join
-them in ``compute_workload_metrics``; a result without the server's counters (a ``/turn-1`` or
+memory (NVML's, or the simulator's own account of its simulated GPU) join them in
+``compute_workload_metrics``. A result without the server's counters (a ``/turn-1`` or
 ``/turns-2+`` split) gets the hit rate from its requests' ``cached_input_tokens`` where they
-carry it. Two kinds are a run's, not a workload's: the
-launched server's startup time (``compute_run_metrics``, stored with each workload) and the
-quality set's accuracy and drift (``QUALITY_METRICS``, the series ``quality:<set>``).
+carry it. Two kinds are a run's, not a workload's: the launched server's startup time
+(``compute_run_metrics``, stored with each workload) and the quality set's accuracy and drift
+(``QUALITY_METRICS``, the series ``quality:<set>``).
 ``COMPARED_METRICS`` is the one list a run-vs-run comparison judges (the gate and the dashboard's
 Compare), and ``compute_samples`` the values it judges them on.
 """
@@ -215,8 +215,8 @@ COMPARED_METRICS: tuple[Metric, ...] = tuple(REGISTRY[name] for name in (
 
 def compute_samples(metric: Metric, workload: WorkloadResult) -> list[float]:
     """The values ``metric`` is judged on in one run of a workload: its latency of each
-    successful request (every gap between chunks, for ITL), or the run's one value; empty
-    when it was not measured."""
+    successful request (every gap between chunks, for ITL), or the run's one value. They are
+    empty when it was not measured."""
     if metric.latency is None:
         value = compute_workload_metrics(workload).get(metric.name)
         return [] if value is None else [value]
@@ -240,7 +240,7 @@ def _stats_values(key: str, stats: LatencyStats | None) -> dict[str, float]:
 
 
 def compute_summary_metrics(summary: WorkloadSummary) -> dict[str, float]:
-    """Flatten a summary into registry metrics; metrics that were not measured are absent."""
+    """Flatten a summary into registry metrics. Metrics that were not measured are absent."""
     values: dict[str, float] = {}
     for key, stats in (("ttft", summary.ttft), ("tpot", summary.tpot),
                        ("itl", summary.itl), ("e2el", summary.e2el),
@@ -261,8 +261,8 @@ def compute_summary_metrics(summary: WorkloadSummary) -> dict[str, float]:
 
 def compute_request_hit_rate(records: Iterable[RequestRecord]) -> float | None:
     """The prefix-cache hit rate the requests report: the sum of their ``cached_input_tokens``
-    over the sum of their ``input_tokens``, over the successful requests whose usage gave both;
-    None when none did (the server did not say, which is not a rate of 0)."""
+    over the sum of their ``input_tokens``, over the successful requests whose usage gave both,
+    or None when none did (the server did not say, which is not a rate of 0)."""
     cached = prompt = 0
     for record in records:
         if (record.ok and record.cached_input_tokens is not None
@@ -276,7 +276,7 @@ def compute_request_hit_rate(records: Iterable[RequestRecord]) -> float | None:
 def compute_hit_rate(workload: WorkloadResult) -> tuple[float, str] | None:
     """The workload's ``prefix_cache_hit_rate`` and where it comes from: ``"server_counters"``
     (its /metrics deltas over the whole workload, which win), ``"request_usage"`` (its
-    requests' cached tokens); None when neither measured it."""
+    requests' cached tokens), or None when neither measured it."""
     server = workload.server
     if server is not None and server.measured and "prefix_cache_hit_rate" in server.values:
         return server.values["prefix_cache_hit_rate"], "server_counters"
@@ -293,7 +293,7 @@ def _price(cost: Mapping[str, Any], key: str) -> float | None:
 def compute_cost_usd(cost: Mapping[str, Any], summary: WorkloadSummary) -> float | None:
     """What the workload cost in US dollars under ``cost`` (a config's ``cost`` block as the
     runner stored it in ``params["cost"]``): the GPU hours of its measured duration at the GPU
-    price, or its tokens at a gateway's prices; None without a usable price."""
+    price, or its tokens at a gateway's prices, or None without a usable price."""
     per_gpu_hour, gpus = _price(cost, "usd_per_gpu_hour"), _price(cost, "gpus")
     if per_gpu_hour is not None and gpus is not None:
         return per_gpu_hour * gpus * (summary.duration_s / 3600.0)
@@ -306,7 +306,7 @@ def compute_cost_usd(cost: Mapping[str, Any], summary: WorkloadSummary) -> float
 
 
 def compute_cost_metrics(workload: WorkloadResult) -> dict[str, float]:
-    """``usd_per_1m_output_tokens`` and ``usd_per_1m_tokens``; absent without a price in the
+    """``usd_per_1m_output_tokens`` and ``usd_per_1m_tokens``, absent without a price in the
     workload's params or without tokens (a workload that produced none has no cost per token).
     A ``/turn-1`` or ``/turns-2+`` split (``params["turns"]``), or a LoRA adapter's
     ``/adapter-<name>`` split (``params["adapter"]``), shares its workload's GPU hours with the
@@ -331,7 +331,7 @@ def compute_cost_metrics(workload: WorkloadResult) -> dict[str, float]:
 
 def compute_energy_metrics(workload: WorkloadResult) -> dict[str, float]:
     """``joules_per_output_token`` and ``joules_per_token`` from the GPUs' energy over the
-    workload (``GpuTelemetry.energy_j``); absent when it was not measured or without tokens."""
+    workload (``GpuTelemetry.energy_j``), absent when it was not measured or without tokens."""
     gpu, summary = workload.gpu, workload.summary
     energy_j = None if gpu is None or not gpu.measured else gpu.energy_j
     if energy_j is None:
@@ -351,8 +351,9 @@ SIM_MEMORY_GAUGE = "gpu_memory_used_bytes"  # the simulator's per-GPU gauge, as 
 def compute_gpu_memory(workload: WorkloadResult) -> tuple[float, float, str] | None:
     """The workload's GPU memory (peak, mean, source), per GPU, from one of two sources read
     alike: ``"simulator"`` (the simulator's own gauge on its /metrics: its simulated GPU, which
-    no NVML sees; only the simulator exposes it, so it wins) or ``"nvml"`` (the sampled GPUs:
-    the highest peak of any GPU, and the highest of the GPUs' means); None: neither measured."""
+    no NVML sees and only the simulator exposes, so it wins) or ``"nvml"`` (the sampled GPUs:
+    the highest peak of any GPU, and the highest of the GPUs' means). It is None when neither
+    measured it."""
     server = workload.server
     if server is not None and server.measured:
         peak = server.values.get(f"{SIM_MEMORY_GAUGE}_peak")
@@ -378,7 +379,7 @@ def compute_memory_metrics(workload: WorkloadResult) -> dict[str, float]:
 
 def compute_run_metrics(environment: Mapping[str, Any]) -> dict[str, float]:
     """The per-run metrics a run's environment holds: ``startup_s`` of a server the tracker
-    launched; absent for an attached server or the embedded simulator."""
+    launched, absent for an attached server or the embedded simulator."""
     launch = environment.get("launch")
     startup = launch.get("startup_s") if isinstance(launch, Mapping) else None
     if isinstance(startup, int | float) and not isinstance(startup, bool):
@@ -387,7 +388,7 @@ def compute_run_metrics(environment: Mapping[str, Any]) -> dict[str, float]:
 
 
 def compute_quality_metrics(quality: QualityResult | None) -> dict[str, float]:
-    """``accuracy`` and ``answer_drift`` of a run's quality set; absent when not measured (no
+    """``accuracy`` and ``answer_drift`` of a run's quality set, absent when not measured (no
     item answered, no drift baseline)."""
     if quality is None:
         return {}
@@ -423,7 +424,7 @@ def compute_workload_metrics(workload: WorkloadResult) -> dict[str, float]:
 
 
 def compute_session_metrics(workload: WorkloadResult) -> dict[str, float]:
-    """``session_duration_*_s`` of a multi-turn workload's sessions without a failure; absent
+    """``session_duration_*_s`` of a multi-turn workload's sessions without a failure, absent
     for other workloads and for a ``/turn-1`` or ``/turns-2+`` split (part of each session)."""
     if "turns" in workload.params:
         return {}

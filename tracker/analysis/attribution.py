@@ -1,7 +1,7 @@
 """What changed around a change point: the config diff and the environment diff.
 
 Pure: it is given the config bodies and environments of the runs in a series (oldest first) and
-the change point's index; the diff itself is the one config diff (``tracker.inputs.config_diff``,
+the change point's index. The diff itself is the one config diff (``tracker.inputs.config_diff``,
 secrets hidden). The change may sit a night or two off the estimated location, so every
 difference between consecutive runs within ``tolerance`` of it is reported. "Nothing changed" is
 an answer: then the cause is likely the engine itself, the hardware, the load or noise.

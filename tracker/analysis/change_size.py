@@ -1,9 +1,9 @@
 """How big a change point is: the level before it against the level after, over runs.
 
-The detector (and the nightly monitor) says *where* a series' level moved; this module says *by
-how much*, the way every other comparison of runs does: the run is the unit, one value per run,
-the estimate is the ratio of the two sides' geometric means with its interval, by
-``compare_samples`` over one-value runs (its t-test over runs). The sides:
+The detector (and the nightly monitor) says *where* a series' level moved. This module says *by
+how much*, the way every other comparison of runs does. The run is the unit, with one value per
+run, and the estimate is the ratio of the two sides' geometric means with its interval, computed
+by ``compare_samples`` over one-value runs (its t-test over runs). The sides:
 
 - **before**: the last good config version's runs, i.e. the runs before the change point that
   share the config version of the run just before it (not earlier than the previous change
@@ -12,7 +12,7 @@ the estimate is the ratio of the two sides' geometric means with its interval, b
   the change left: the gate compares the last good version alone too.
 - **after**: the runs from the change point up to the next change point, or the end.
 
-The detector may place a step a run or two off the version boundary that caused it; a change
+The detector may place a step a run or two off the version boundary that caused it. A change
 point within ``ATTRIBUTION_TOLERANCE`` runs of a boundary is measured from the boundary when
 the runs between the two sit on the side the boundary puts them.
 
@@ -62,8 +62,8 @@ def rounds_to_zero(rel_change: float) -> bool:
 
 
 def compute_level(values: Sequence[float]) -> float:
-    """The level of one side: the geometric mean of positive values, else the mean; the value
-    itself where every value is the same (a bit-constant side's level is exact)."""
+    """The level of one side: the geometric mean of positive values, else the mean. It is the
+    value itself where every value is the same (a bit-constant side's level is exact)."""
     if not values:
         raise ValueError("a level needs at least one value")
     if all(v == values[0] for v in values):
@@ -76,7 +76,7 @@ def compute_level(values: Sequence[float]) -> float:
 def _nearest_boundary(values: Sequence[float], versions: Sequence[str], index: int,
                       start: int, end: int) -> int | None:
     """The config-version boundary within ``ATTRIBUTION_TOLERANCE`` runs of ``index`` (inside
-    ``start``..``end``) that the values agree with, nearest first; None when there is none."""
+    ``start``..``end``) that the values agree with, nearest first, or None when there is none."""
     around = sorted(range(max(start + 1, index - ATTRIBUTION_TOLERANCE),
                           min(end - 1, index + ATTRIBUTION_TOLERANCE) + 1),
                     key=lambda at: (abs(at - index), at))
@@ -106,8 +106,9 @@ def _before_side(versions: Sequence[str], split: int, start: int, on_boundary: b
 
 def compute_change_size(values: Sequence[float], versions: Sequence[str], index: int,
                         metric: Metric, *, start: int = 0, end: int | None = None) -> ChangeSize:
-    """The size of the change point at ``index`` of ``values`` (one value per run, oldest first;
-    ``versions[i]`` the config version of run ``i``). ``start`` is the previous change point
+    """The size of the change point at ``index`` of ``values`` (one value per run, oldest first).
+
+    ``versions[i]`` is the config version of run ``i``. ``start`` is the previous change point
     (0: none) and ``end`` the next (None: the end of the series)."""
     stop = len(values) if end is None else end
     if len(versions) != len(values):

@@ -16,8 +16,10 @@ MIN_CONSTANT_NIGHTS = 8  # shorter series are never treated as constant
 
 
 def is_bit_constant(values: NDArray[np.float64]) -> bool:
-    """Most nights repeat the previous night's value exactly (noisy floats essentially never do;
-    a binomial score over hundreds of items repeats on a few percent of nights)."""
+    """Whether most nights repeat the previous night's value exactly.
+
+    Noisy floats essentially never do, while a binomial score over hundreds of items repeats on a
+    few percent of nights."""
     if len(values) < MIN_CONSTANT_NIGHTS:
         return False
     return float(np.mean(values[1:] == values[:-1])) >= CONSTANT_SHARE

@@ -113,10 +113,11 @@ MATRIX_PREFIX_MAX = 600  # up to this many values, prefix medians come from one 
 
 
 def compute_prefix_deviations(values: Values, quantile: float = 0.5) -> Array:
-    """``out[k]``: the least pinball loss of ``values[:k]`` around one level, for every k: the
-    sum of |v - median| at ``quantile`` 0.5; at another q, q (v - m) above the q-quantile m
-    and (1 - q) (m - v) below it. One sort of the n x n matrix of prefixes (short series);
-    long series use two heaps in O(n log n), at the median."""
+    """``out[k]`` is the least pinball loss of ``values[:k]`` around one level, for every k.
+
+    At ``quantile`` 0.5 the loss is the sum of |v - median|. At another q it is q (v - m) above
+    the q-quantile m and (1 - q) (m - v) below it. Short series sort the n x n matrix of
+    prefixes once, and long series use two heaps in O(n log n), at the median."""
     values = np.asarray(values, dtype=np.float64)
     n = len(values)
     if n > MATRIX_PREFIX_MAX or n == 0:
@@ -181,7 +182,7 @@ def locate_split(values: Values, near: int, min_segment: int, quantile: float = 
 def rank_sum_p_value(before: Array, after: Array) -> float:
     """Two-sided Mann-Whitney U p-value of ``after`` against ``before`` (normal approximation,
     tie- and continuity-corrected, as SciPy's ``mannwhitneyu``, whose 0.8 ms a call made the
-    nightly monitor four times slower); 1 when every value is equal."""
+    nightly monitor four times slower). It is 1 when every value is equal."""
     n, m = len(before), len(after)
     ranks, ties = compute_mid_ranks(np.concatenate([before, after]))
     total = n + m

@@ -9,7 +9,7 @@ more weight than any other night, and it never splits off a segment shorter than
    those before it (mid-ranks, tie-corrected variance).
 2. **Significance.** Under "no change" the ranks are a random permutation, whatever the
    distribution of the values, and ``max_k |Z_k|`` behaves like the maximum of a standardized
-   Brownian bridge; its tail is Siegmund's approximation (conservative for discrete data). Up
+   Brownian bridge. Its tail is Siegmund's approximation (conservative for discrete data). Up
    to 40 values that approximation is several times too large (a split near an end cannot
    reach a large |Z|), so short segments get the permutation law of the maximum instead
    (20,000 seeded orders of the ranks, once per length). A split is kept when that p-value is
@@ -21,7 +21,7 @@ more weight than any other night, and it never splits off a segment shorter than
    nights right around it differ by at least half the difference of the two sides' medians,
    significantly. When the values also trend *within* the two sides (a drift or a random walk),
    the step must stand out beyond that trend (ranks regressed on time and the step).
-4. **Binary segmentation, then pruning.** Accepted splits are searched again on both sides; then
+4. **Binary segmentation, then pruning.** Accepted splits are searched again on both sides. Then
    each change point is re-scanned between its neighbours (which refines its location) and the
    weakest is dropped until every one is significant on its own.
 
@@ -121,8 +121,8 @@ class _Settings:
 
 
 def _accepted(values: Array, split: Split | None, settings: _Settings) -> tuple[int, float] | None:
-    """Where the change is and the scan's p-value, when the split is significant and a step;
-    otherwise None."""
+    """Where the change is and the scan's p-value, when the split is significant and is a step,
+    or None otherwise."""
     if split is None or split.p_value >= settings.alpha:
         return None
     index = locate_split(values, split.index, settings.min_segment, settings.quantile)
@@ -145,7 +145,7 @@ def _segment(values: Array, settings: _Settings) -> list[int]:
 
 
 def _prune(values: Array, points: list[int], settings: _Settings) -> list[tuple[int, float]]:
-    """Re-scan each point between its neighbours; drop the weakest until all hold."""
+    """Re-scan each point between its neighbours and drop the weakest until all hold."""
     while True:
         bounds = [0, *points, len(values)]
         checked: list[tuple[int, float]] = []
@@ -189,9 +189,9 @@ def detect_change_points(
     min_rel_change: float = DEFAULT_MIN_REL_CHANGE,
     lower_is_better: bool | None = None,
 ) -> list[ChangePoint]:
-    """Change points of a whole history, oldest first. ``None`` (not measured) is skipped;
-    indices refer to positions in ``values``. ``lower_is_better`` (the metric's direction, when
-    known) is accepted for callers that have it; the detector treats both directions alike."""
+    """Change points of a whole history, oldest first. ``None`` (not measured) is skipped,
+    and indices refer to positions in ``values``. ``lower_is_better`` (the metric's direction, when
+    known) is accepted for callers that have it. The detector treats both directions alike."""
     if min_segment < 2:
         raise ValueError(f"min_segment must be >= 2 (got {min_segment})")
     positions = [i for i, v in enumerate(values) if v is not None]

@@ -1,36 +1,37 @@
 """Run-vs-run comparison: is head worse than base, better, the same, or can we not tell yet?
 
-``compare_samples`` judges one metric of the registry (``tracker.metrics``): its direction says
-which way is worse, its statistic what is compared. It takes per-request samples of one run per
-side, or repeated runs (a list of runs, each a list of per-request values; one value per run for
-run-level metrics such as throughput). Every request is judged (numpy/SciPy,
-``tracker.analysis.stats``); positive values are compared on the log scale, so a shift is a
-ratio. It picks a calibrated method for what it was given:
+``compare_samples`` judges one metric of the registry (``tracker.metrics``). The metric's
+direction says which way is worse, and its statistic says what is compared. It takes
+per-request samples of one run per side, or repeated runs (a list of runs, each a list of
+per-request values, with one value per run for run-level metrics such as throughput). Every
+request is judged (numpy/SciPy, ``tracker.analysis.stats``). Positive values are compared on the
+log scale, so a shift is a ratio. It picks a calibrated method for what it was given:
 
-- one run per side, ``statistic="median"``: the efficient-score rank test (kernel scores of the
+- One run per side, ``statistic="median"``: the efficient-score rank test (kernel scores of the
   pooled values: exact level for any distribution, near-optimal power for the data's own shape,
-  bimodal cache hits included), with the one-step shift estimate and its interval; Mann-Whitney
-  U with Hodges-Lehmann below 200 values per side;
-- one run per side, ``p99``: the tail itself, by the exceedance test
-  (``tracker.analysis.exceedances``: how many values of each side exceed the pooled p95 to
-  p98, and by how much; a permutation test, exact level for any distribution), with the
-  Harrell-Davis estimate of the p99's change and the test inverted there for its interval;
-- one run per side, ``p90`` (and a p99 whose top is too thin): Harrell-Davis quantiles (every
+  bimodal cache hits included), with the one-step shift estimate and its interval. Below 200
+  values per side it is Mann-Whitney U with Hodges-Lehmann.
+- One run per side, ``p99``: the tail itself, by the exceedance test
+  (``tracker.analysis.exceedances``, which counts how many values of each side exceed the pooled
+  p95 to p98 and by how much, a permutation test with exact level for any distribution), with
+  the Harrell-Davis estimate of the p99's change and the test inverted there for its interval.
+- One run per side, ``p90`` (and a p99 whose top is too thin): Harrell-Davis quantiles (every
   order statistic weighted) with jackknife standard errors, studentised on as many degrees of
-  freedom as there are values beyond the quantile; ``mean``: Welch's t on the log of the means'
-  ratio;
-- repeated runs (more than one on a side), and one value per run (throughput): Student's t on
+  freedom as there are values beyond the quantile. For ``mean`` it is Welch's t on the log of
+  the means' ratio.
+- Repeated runs (more than one on a side), and one value per run (throughput): Student's t on
   the log of each run's statistic, pooled variance, ``runs - 2`` degrees of freedom. The run is
   the unit of replication: run-to-run drift counts as noise instead of faking significance, and
   with few runs the interval is honestly wide.
 
-Each direction is a one-sided test at ``alpha = 1 - confidence``; ``Verdict.p_value`` is the one
+Each direction is a one-sided test at ``alpha = 1 - confidence``. ``Verdict.p_value`` is the one
 in the metric's bad direction (what ``tracker.analysis.holm.judge_family`` spends a gate's
-budget on). Four outcomes: a ``regression`` or an ``improvement`` when the change is significant
-in that direction *and* its estimate is at least ``min_effect`` (relative); ``no_change`` when
-the interval (each end a one-sided bound at ``confidence``: two one-sided tests) lies within
-``±min_effect``, or the change is significant but smaller; otherwise ``inconclusive``, with
-``runs_needed``: about how many runs per side would decide.
+budget on). There are four outcomes. The verdict is a ``regression`` or an ``improvement`` when
+the change is significant in that direction *and* its estimate is at least ``min_effect``
+(relative). It is ``no_change`` when the interval (each end a one-sided bound at
+``confidence``: two one-sided tests) lies within ``±min_effect``, or when the change is
+significant but smaller. Otherwise it is ``inconclusive``, with ``runs_needed``: about how many
+runs per side would decide.
 """
 
 from __future__ import annotations
@@ -147,9 +148,9 @@ def compare_samples(
 ) -> Verdict:
     """Compare ``head`` with ``base`` on ``metric``. Each is a list of per-request values (one
     run) or a list of runs (each a list of values). The metric's direction says which way is a
-    regression; ``statistic`` (default: the metric's own) what is compared. ``resamples`` and
-    ``seed`` are accepted for callers of the bootstrap this replaced: every method is now
-    deterministic and resamples nothing."""
+    regression, and ``statistic`` (default: the metric's own) says what is compared.
+    ``resamples`` and ``seed`` are accepted for callers of the bootstrap this replaced: every
+    method is now deterministic and resamples nothing."""
     statistic = metric.statistic if statistic is None else statistic
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)} (got {statistic!r})")
@@ -255,7 +256,7 @@ def _t_over_runs(request: _Request) -> _Estimate | None:
 
 def _single_runs(request: _Request) -> _Estimate | None:
     """One run per side: every request is a replicate. Positive values are compared on the log
-    scale (a shift there is a ratio); others scaled by the base statistic."""
+    scale (a shift there is a ratio), and others are scaled by the base statistic."""
     base, head = request.base[0], request.head[0]
     log = _positive(request)
     if log:
@@ -293,8 +294,8 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _decide(request: _Request, estimate: _Estimate) -> Verdict:
-    """Each direction is a one-sided test at ``1 - confidence``: a regression when head is
-    significantly worse and the estimate is at least ``min_effect``; no change when the
+    """Each direction is a one-sided test at ``1 - confidence``. It is a regression when head is
+    significantly worse and the estimate is at least ``min_effect``, and no change when the
     interval (each end a one-sided bound at ``confidence``: two one-sided tests) lies within
     ``±min_effect``."""
     alpha = 1.0 - request.confidence

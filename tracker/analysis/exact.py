@@ -30,7 +30,7 @@ def runs_repeat_exactly(runs: Readings) -> bool:
 def compare_exact(base: Readings, head: Readings, metric: Metric, *,
                   confidence: float = 0.95, tolerance: float = 0.0) -> Verdict | None:
     """The exact verdict when both sides are bit-constant, else None. A change of at most
-    ``tolerance`` (relative; a user's allowance, 0 by default) is no change. ``p_value`` is 0
+    ``tolerance`` (relative: a user's allowance, 0 by default) is no change. ``p_value`` is 0
     for a regression (certain: no noise) and None otherwise, so an unchanged measure spends
     none of a gate's false-alarm budget."""
     if tolerance < 0.0:

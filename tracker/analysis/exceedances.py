@@ -4,20 +4,20 @@ quantiles, and by how much.
 A p99 of 1,000 requests rests on about 10 of them, so a test of the p99's estimate alone (the
 Harrell-Davis test in ``stats``) sees only a large move. The exceedance test looks at the top few
 percent of both sides at once. At thresholds at the pooled ``1 - k (1 - q)`` quantiles (for the
-p99: the pooled p95, p96, p97, p97.5 and p98), each value gets
+p99: the pooled p95, p96, p97, p97.5 and p98), each value gets scores:
 
-- a **spread** score: the locally most powerful score against "head's excesses over the
+- A **spread** score: the locally most powerful score against "head's excesses over the
   threshold are stretched", for a generalised Pareto fit of the pooled excesses (shape by
   probability-weighted moments, clipped to [0, 1], so a heavy tail gets bounded scores):
   ``-1 + (1 + xi) e / (beta + xi e)`` above the threshold, 0 below (head's slow requests are
-  slower);
-- and at the pooled p95 and p98 a **count** score: 1 above the threshold, 0 below (more of
+  slower).
+- At the pooled p95 and p98, a **count** score: 1 above the threshold, 0 below (more of
   head's requests are slow).
 
 The test is the sum over head of a weighted sum of these standardised scores: each spread score
 counts once, each count score half (``COUNT_WEIGHT``). A tail stretched from somewhere between
 the p95 and the p98 on keeps the number of slow requests and moves their sizes, so the spread
-scores at several thresholds carry the evidence and a count adds mostly noise; a shift of every
+scores at several thresholds carry the evidence and a count adds mostly noise. A shift of every
 request moves the counts, which keep a smaller say. Every score is a function of the *pooled*
 values only, so under "no difference" the labels are exchangeable: the permutation mean and
 variance of the sum are exact for any distribution, and the statistic is referred to Student's t
@@ -25,14 +25,15 @@ with as many degrees of freedom as there are pooled values above the lowest thre
 two runs of 1,000: nearly the normal).
 
 Every test with that exact level is a permutation test, and the best of them for a given
-alternative scores by its likelihood ratio; ``bench/gate_calibration.py`` prints that bound for
+alternative scores by its likelihood ratio. ``bench/gate_calibration.py`` prints that bound for
 its p99-only row (the ratio knowing the density, the threshold and the stretch) beside the
 unconditional one, which also knows the null tail's scale and no test of the data alone can
 match. The thresholds and the weight were picked by comparing designs on exploratory seeds 31
-and 32 (log-normal sigma 0.5 and the bench's mixture; 1,000 requests a side; the top 2, 3 or 5 %
-stretched so that the p99 grows by 10 %, the top 3 % or 1 % 10 % slower, every request 5 %
-slower), never on the seeds the bench reports (7 and 2026). The first version (spread scores at
-the p95, p97 and p98, both counts at full weight) was picked on other exploratory seeds.
+and 32 (log-normal sigma 0.5 and the bench's mixture, 1,000 requests a side, with the top 2, 3
+or 5 % stretched so that the p99 grows by 10 %, the top 3 % or 1 % 10 % slower, or every
+request 5 % slower), never on the seeds the bench reports (7 and 2026). The first version
+(spread scores at the p95, p97 and p98, both counts at full weight) was picked on other
+exploratory seeds.
 
 ``tail_shift_test`` pairs the test with the Harrell-Davis estimate of the quantile's change: the
 estimate is the one a reader expects (the p99 moved by so much), the p-values are the exceedance
@@ -81,7 +82,7 @@ def fit_tail_shape(excesses: FloatArray) -> tuple[float, float]:
 
 
 def compute_spread_scores(pooled: FloatArray, threshold: float) -> FloatArray:
-    """The spread score of every pooled value (0 at or below ``threshold``); all 0 when the
+    """The spread score of every pooled value (0 at or below ``threshold``). All are 0 when the
     excesses have no size."""
     excess = pooled - threshold
     above = excess > 0.0
@@ -95,8 +96,8 @@ def compute_spread_scores(pooled: FloatArray, threshold: float) -> FloatArray:
 
 
 def _standardised(scores: FloatArray, n: int) -> FloatArray | None:
-    """Scores centred and divided by the permutation sd of their sum over ``n`` of the values;
-    None when they do not vary."""
+    """Scores centred and divided by the permutation sd of their sum over ``n`` of the values,
+    or None when they do not vary."""
     total = len(scores)
     centred = scores - scores.mean()
     variance = n * (total - n) / (total * (total - 1)) * float((centred**2).sum())
@@ -106,8 +107,8 @@ def _standardised(scores: FloatArray, n: int) -> FloatArray | None:
 def exceedance_z(x: FloatArray, y: FloatArray, q: float) -> tuple[float, float] | None:
     """The exceedance test's statistic of ``y`` against ``x`` for quantile ``q`` (positive:
     head's tail is heavier) and its degrees of freedom: the pooled values above the lowest
-    threshold (with few of them the statistic's tails are a little heavier than the normal's);
-    None when the top of the pooled values is too thin or has no spread."""
+    threshold (with few of them the statistic's tails are a little heavier than the normal's).
+    The result is None when the top of the pooled values is too thin or has no spread."""
     pooled = np.concatenate([x, y])
     highest = 1.0 - min(*SPREAD_MULTIPLES, *COUNT_MULTIPLES) * (1.0 - q)
     if (pooled > np.quantile(pooled, highest)).sum() < MIN_EXCEEDANCES:
@@ -130,8 +131,10 @@ def exceedance_z(x: FloatArray, y: FloatArray, q: float) -> tuple[float, float] 
 
 def tail_shift_test(x: Sequence[float], y: Sequence[float], q: float,
                     confidence: float) -> ShiftTest:
-    """The change of the ``q`` quantile (Harrell-Davis) judged by the exceedance test; the
-    Harrell-Davis test alone when ``q`` is below ``TAIL_TEST_MIN_Q`` or the tail is too thin."""
+    """The change of the ``q`` quantile (Harrell-Davis) judged by the exceedance test.
+
+    When ``q`` is below ``TAIL_TEST_MIN_Q`` or the tail is too thin, the Harrell-Davis test
+    judges it alone."""
     estimate = quantile_shift_test(x, y, q, confidence)
     xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     test = exceedance_z(xs, ys, q) if q >= TAIL_TEST_MIN_Q else None

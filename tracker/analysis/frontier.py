@@ -8,14 +8,15 @@ asked for, the throughput achieved and a latency statistic (TTFT p90, say).
 - The **Pareto front** keeps the points no other point beats on both axes (at least the
   throughput at no more latency): past saturation a higher rate buys latency, not throughput,
   and those points drop out.
-- The **knee** is Kneedle's (Satopää et al., 2011) on the front: both axes scaled to [0, 1]
-  between the front's ends, the point farthest below the chord from the first to the last, i.e.
-  where latency starts to rise faster than throughput. It is a property of the curve's shape
-  alone, so it needs no SLO and moves when the curve moves; the SLO's own reading is the
+- The **knee** is Kneedle's (Satopää et al., 2011) on the front: with both axes scaled to [0, 1]
+  between the front's ends, it is the point farthest below the chord from the first to the last,
+  i.e. where latency starts to rise faster than throughput. It is a property of the curve's
+  shape alone, so it needs no SLO and moves when the curve moves. The SLO's own reading is the
   capacity at the SLO the sweep stores (``capacity_at_slo_req_per_s``), which the gate judges.
   Fewer than three points, or a front with no bend below its chord, has no knee (None).
 - **Latency at a fixed throughput** and **throughput at a latency limit** are read off the front
-  by linear interpolation between its neighbouring points; never extrapolated (None outside).
+  by linear interpolation between its neighbouring points. They are never extrapolated (None
+  outside).
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ class Frontier:
 
 
 def parse_probe_load(workload: str, name: str) -> ProbeLoad | None:
-    """``ladder@8rps`` of workload ``ladder`` → 8 req/s; ``ladder@c4`` → concurrency 4; None
-    for any other name (the workload's own result, a burst stage ``@8rps-b0.5``, a rerun
-    ``@1-worker``, another workload)."""
+    """The load a probe's name asks for: ``ladder@8rps`` of workload ``ladder`` is 8 req/s, and
+    ``ladder@c4`` is concurrency 4. Any other name gives None (the workload's own result, a burst
+    stage ``@8rps-b0.5``, a rerun ``@1-worker``, another workload)."""
     prefix = f"{workload}@"
     if not name.startswith(prefix):
         return None
@@ -90,8 +91,8 @@ def compute_pareto_front(points: Sequence[FrontierPoint]) -> tuple[FrontierPoint
 
 def compute_knee(front: Sequence[FrontierPoint]) -> FrontierPoint | None:
     """Kneedle on a front sorted by throughput: the point farthest below the chord of the
-    scaled curve (max of scaled throughput minus scaled latency); None with fewer than three
-    points or no point below the chord."""
+    scaled curve (max of scaled throughput minus scaled latency), or None with fewer than
+    three points or no point below the chord."""
     if len(front) < 3:
         return None
     xs = [p.throughput_req_per_s for p in front]
@@ -106,7 +107,7 @@ def compute_knee(front: Sequence[FrontierPoint]) -> FrontierPoint | None:
 
 def compute_latency_at_throughput(front: Sequence[FrontierPoint],
                                   throughput_req_per_s: float) -> float | None:
-    """The front's latency at this throughput, interpolated; None outside the measured range."""
+    """The front's latency at this throughput, interpolated, or None outside the measured range."""
     pairs = [(p.throughput_req_per_s, p.latency_s) for p in front]
     return _interpolate(pairs, throughput_req_per_s)
 

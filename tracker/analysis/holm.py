@@ -2,7 +2,7 @@
 
 A gate judges many metrics at once (6 latency statistics and 2 throughputs per workload, over
 every workload of the suite). Each ``compare_samples`` verdict keeps its own false-positive rate
-at ``1 - confidence``; with 24 of them on identical configs, one of them says "regression" far
+at ``1 - confidence``. With 24 of them on identical configs, one of them says "regression" far
 more often than that. ``judge_family`` spends one budget ``alpha`` on the whole family: Holm's
 step-down (Holm 1979) on each verdict's one-sided regression p-value (``Verdict.p_value``), which
 controls the family-wise error rate at ``alpha`` under any dependence between the metrics (the

@@ -15,13 +15,13 @@ since past the midpoint of the two levels). It spends some of the monitor's quie
 recall: ``TAIL_ALPHA`` was picked on the fleet generator's tuning seed (``bench/detection.py``).
 
 The window's re-scan uses ``detect_change_points``' own ``alpha`` (0.001 since short segments
-get the permutation p-value, 0.005 before), which makes it quieter; some of that quietness is
-spent on the tail test (``TAIL_ALPHA`` 0.005 instead of 0.003), which alerts a step sooner: on
-the tuning seed 62.6 % of steps within 7 nights at 0.244 false alerts per 100 nights, against
-59.0 % at 0.254 before (0.003: 58.6 % at 0.190; 0.006: 63.1 % at 0.279). A stricter re-scan
-(0.0002) was quieter still, but a short history whose newest level follows another within ten
-nights (the demo's) then waited two more nights for its alert: the tail test needs ten nights
-before a split.
+get the permutation p-value, 0.005 before), which makes it quieter. Some of that quietness is
+spent on the tail test (``TAIL_ALPHA`` 0.005 instead of 0.003), which alerts a step sooner. On
+the tuning seed it alerts 62.6 % of steps within 7 nights at 0.244 false alerts per 100 nights,
+against 59.0 % at 0.254 before (0.003 gives 58.6 % at 0.190, and 0.006 gives 63.1 % at 0.279).
+A stricter re-scan (0.0002) was quieter still, but a short history whose newest level follows
+another within ten nights (the demo's) then waited two more nights for its alert: the tail test
+needs ten nights before a split.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class ChangeMonitor:
         return tuple(self._values)
 
     def observe(self, value: float | None) -> list[ChangePoint]:
-        """Add one night's value (``None``: not measured); return the change points that are new.
+        """Add one night's value (``None``: not measured) and return the change points that are new.
 
         Indices of the returned change points count every value observed, ``None`` included.
         """

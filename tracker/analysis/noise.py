@@ -1,14 +1,14 @@
 """Run-to-run noise: a run's statistic on the log scale, and the prior the history gives.
 
 The run is the unit of replication (requests of one run share batches, and a whole run drifts),
-so the noise a comparison needs is how much the log of a run's statistic (its median, p99, mean
-of per-request values; or its one value, such as a throughput) varies from run to run. Any
+so the noise a comparison needs is how much the log of a run's statistic (its median, p99 or mean
+of per-request values, or its one value, such as a throughput) varies from run to run. Any
 statistic computed alike on both sides can be compared this way, a small run's p99 too (it is
-then near the run's largest value, and the report says so): the runs' own spread is its noise. Where the
-store holds earlier runs of the base config version (the history), the sample variance of their
-log statistic is a prior with ``runs - 1`` degrees of freedom, pooled with the compared runs' own
-spread (``compute_pooled_variance``); from ``GUARD_RUNS`` runs a side on, the prior is never
-taken below that own spread, so a quiet history cannot make a busy comparison look precise.
+then near the run's largest value, and the report says so): the runs' own spread is its noise.
+Where the store holds earlier runs of the base config version (the history), the sample variance
+of their log statistic is a prior with ``runs - 1`` degrees of freedom, pooled with the compared
+runs' own spread (``compute_pooled_variance``). From ``GUARD_RUNS`` runs a side on, the prior is
+never taken below that own spread, so a quiet history cannot make a busy comparison look precise.
 Nor is the pooled variance of a quantile a run cannot resolve (the p99 of 16 requests: its
 largest value) ever taken below the spread of the runs' top values
 (``compute_sampling_variance``), so two runs a side whose largest values happen to agree cannot
@@ -105,7 +105,7 @@ def compute_sampling_variance(values: Sequence[float], statistic: str) -> float:
 def describe_run_statistic(statistic: str, values_per_run: int) -> str:
     """What a run's quantile is when the run is small: the p99 of 48 requests lies between
     its two largest values. It is the same statistic on both sides, and the runs' spread is its
-    noise, so it is compared as it is; the report says what it is."""
+    noise, so it is compared as it is, and the report says what it is."""
     if resolves_statistic(statistic, values_per_run):
         return ""
     return (f" ({statistic} of about {values_per_run} values a run: near the run's largest "

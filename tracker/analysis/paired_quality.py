@@ -3,21 +3,21 @@
 Each item is a pair (right on base?, right on head?). Of the four cells only the discordant ones
 say anything about a change: ``b`` right on base and wrong on head, ``c`` the reverse.
 
-- the test: the exact McNemar test, a binomial test of ``b`` among the ``b + c`` discordant items
-  at 1/2 (no normal approximation, so it holds for a handful of flips). The two-sided p-value is
-  ``min(1, 2 P(X <= min(b, c)))``; the verdict spends the one-sided one in the bad direction,
-  ``P(X >= b)``, like every other row of a gate (``tracker.analysis.holm``);
-- the interval of the accuracy difference (head - base, absolute): Newcombe's hybrid score
+- The test is the exact McNemar test, a binomial test of ``b`` among the ``b + c`` discordant
+  items at 1/2 (no normal approximation, so it holds for a handful of flips). The two-sided
+  p-value is ``min(1, 2 P(X <= min(b, c)))``. The verdict spends the one-sided one in the bad
+  direction, ``P(X >= b)``, like every other row of a gate (``tracker.analysis.holm``).
+- The interval of the accuracy difference (head - base, absolute) is Newcombe's hybrid score
   interval for paired proportions (Newcombe 1998, method 10: each accuracy's Wilson interval,
   combined with the correlation phi of the pairs, phi's numerator corrected by n/2 towards 0
-  when positive). Each end is a one-sided bound at ``confidence``, as ``Verdict.ci`` is;
-- the drift: how many items' answer text changed (a model can keep its accuracy and still
-  answer differently);
-- the smallest detectable drop: the smallest accuracy drop that this test, at one-sided level
+  when positive). Each end is a one-sided bound at ``confidence``, as ``Verdict.ci`` is.
+- The drift is how many items' answer text changed (a model can keep its accuracy and still
+  answer differently).
+- The smallest detectable drop is the smallest accuracy drop that this test, at one-sided level
   ``1 - confidence``, catches with 80 % power for ``n`` pairs. The number of discordant items is
   Binomial(n, psi) with psi the observed discordance (at least the drop itself: a drop of d
-  flips at least d·n items); given D of them, ``b`` is Binomial(D, (psi + d) / 2 psi). The power
-  is summed exactly over D, and the drop found by bisection (``compute_detectable_drop``);
+  flips at least d·n items). Given D of them, ``b`` is Binomial(D, (psi + d) / 2 psi). The power
+  is summed exactly over D, and the drop is found by bisection (``compute_detectable_drop``).
   ``bench/quality_power.py`` checks it against simulated pairs.
 
 The decision matches ``compare_samples``': a regression when the drop is significant and at
@@ -153,7 +153,7 @@ def compute_detectable_drop(pairs: int, discordance: float, alpha: float,
                             power: float = POWER) -> float:
     """The smallest accuracy drop (absolute) caught with ``power`` by the one-sided exact McNemar
     test at ``alpha``, for ``pairs`` items and the observed ``discordance`` (share of items that
-    flipped either way; a drop flips at least its own share)."""
+    flipped either way: a drop flips at least its own share)."""
     if pairs <= 0:
         raise ValueError(f"need at least one paired item (got {pairs})")
     if compute_mcnemar_power(pairs, discordance, 1.0, alpha) < power:

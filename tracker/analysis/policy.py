@@ -9,23 +9,23 @@ judge here, by the same rules:
    two runs of one config differ by more than their requests say (GuideLLM measured run-to-run
    spread 1.8 to 3.2 times what one run's spread implies).
 2. **The noise** is the runs' own spread, pooled with the history's prior (earlier runs of the
-   base config version) where there is one; for a quantile a run cannot resolve (the p99 of
-   16 requests), never below the spread of the runs' top values (``compute_sampling_variance``:
-   two runs a side whose largest values agree by chance are not precision).
-   One run a side and no history: the request-level
-   test's interval is widened by ``RUN_NOISE_FACTOR``, the upper end of that measurement, so
-   only a change far beyond one run's sampling decides; a one-value-per-run metric
-   (throughput) then has no noise estimate at all and stays inconclusive.
+   base config version) where there is one. For a quantile a run cannot resolve (the p99 of
+   16 requests), it is never below the spread of the runs' top values
+   (``compute_sampling_variance``: two runs a side whose largest values agree by chance are not
+   precision). With one run a side and no history, the request-level test's interval is widened
+   by ``RUN_NOISE_FACTOR``, the upper end of that measurement, so only a change far beyond one
+   run's sampling decides. A one-value-per-run metric (throughput) then has no noise estimate
+   at all and stays inconclusive.
 3. **The client's timing error** (``tracker.analysis.timing``): a client-bound run carries a
    bound, and every claim must hold for any value within it. A regression that survives it is
-   decided; one that only the bound stands in the way of is *within the timing error*: not a
+   decided. One that only the bound stands in the way of is *within the timing error*: not a
    pass, but "could not measure".
 4. **One false-alarm budget per comparison**: Holm's step-down over every row's two one-sided
    p-values ("worse" and "better") spends ``alpha`` on all claims of a change together. Each
    row's interval is given at the level its outcome was decided at (its Holm level when
-   rejected; ``alpha / (hypotheses - rejected)`` otherwise), so an outcome never contradicts
+   rejected, otherwise ``alpha / (hypotheses - rejected)``), so an outcome never contradicts
    its interval: a regression's interval lies above no change, an undecided row's interval holds
-   it. One effect size per row: the estimate, unadjusted; the bound only widens the interval.
+   it. Each row has one effect size, the unadjusted estimate. The bound only widens the interval.
 
 The evidence of a row is a sequence of *looks* (``Look``): one for a fixed comparison, one per
 round for the sequential gate (``tracker.analysis.sequential``), whose p-value and levels come
@@ -94,8 +94,8 @@ def compute_run_statistic(sample: RunSample, statistic: str) -> RunStatistic | s
 class Look:
     """One look at a row: the change over the runs so far, on the log scale and signed so that
     worse is positive, with its standard error and how much of it the client's timing error may
-    explain (``bias_worse``: a worse change could be this much smaller; ``bias_better``: the
-    truth could be this much worse than seen)."""
+    explain. By ``bias_worse`` a worse change could be this much smaller, and by ``bias_better``
+    the truth could be this much worse than seen."""
 
     diff: float
     se: float
@@ -135,8 +135,7 @@ def compute_look(base: Sequence[RunStatistic], head: Sequence[RunStatistic],
                  lower_is_better: bool, prior: RunNoisePrior | None) -> Look | None:
     """The two-sample t of the runs' log statistics (pooled variance, with the prior where there
     is one, at least the runs' mean sampling variance where a run cannot resolve its quantile),
-    signed so that worse is positive; None
-    without any noise estimate."""
+    signed so that worse is positive, or None without any noise estimate."""
     if not base or not head:
         return None
     sign = 1.0 if lower_is_better else -1.0
@@ -174,9 +173,9 @@ def _mean(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RowEvidence:
-    """Everything a row's verdict rests on. ``max_rounds`` None: one fixed look; otherwise the
-    sequential gate's looks, calibrated for up to ``max_rounds`` rounds (``prior_df``: its
-    prior's degrees of freedom)."""
+    """Everything a row's verdict rests on. With ``max_rounds`` None it is one fixed look.
+    Otherwise it is the sequential gate's looks, calibrated for up to ``max_rounds`` rounds
+    (``prior_df`` is its prior's degrees of freedom)."""
 
     key: str
     statistic: str
@@ -336,8 +335,8 @@ def compute_pooled_statistic(values: Sequence[float], statistic: str) -> float |
 @dataclass(frozen=True, slots=True)
 class HolmLevels:
     """Holm's step-down at ``alpha`` over one-sided p-values: which are rejected, each one's
-    adjusted p-value, and the level each is judged at (its Holm level when rejected; the level
-    of the first one kept, ``alpha / (m - rejected)``, otherwise)."""
+    adjusted p-value, and the level each is judged at (its Holm level when rejected, otherwise the
+    level of the first one kept, ``alpha / (m - rejected)``)."""
 
     rejected: tuple[bool, ...]
     adjusted: tuple[float, ...]
@@ -390,7 +389,7 @@ def compute_family_levels(p_worse: Sequence[float], p_better: Sequence[float],
 def judge_rows(rows: Sequence[RowEvidence | Verdict], alpha: float) -> list[RowJudgement]:
     """Every row's verdict under one false-alarm budget ``alpha`` (module docstring, rule 4).
     A row given as a ``Verdict`` (an exact or a paired comparison, judged its own way) takes
-    part in the regressions' Holm with its p-value, and keeps its verdict; it stays a regression
+    part in the regressions' Holm with its p-value, and keeps its verdict. It stays a regression
     only if Holm keeps it one."""
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must be between 0 and 0.5 (got {alpha})")

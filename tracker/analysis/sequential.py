@@ -9,8 +9,8 @@ and a whole run drifts), so nothing is assumed about it beyond a normal ``d``.
 
 A group-sequential t-test per row, valid at every look up to ``max_rounds`` (not beyond): after
 round ``n >= 2`` the two-sample t-test of the rounds' log statistics (pooled variance,
-``2n - 2`` degrees of freedom, as ``compare_samples`` does over runs) gives a one-sided p-value;
-under "no change" the t statistics of the looks are pivotal (their joint law does not depend on
+``2n - 2`` degrees of freedom, as ``compare_samples`` does over runs) gives a one-sided p-value.
+Under "no change" the t statistics of the looks are pivotal (their joint law does not depend on
 the noise), so the smallest p-value over all looks has a null law computed once by a seeded
 simulation, and mapping the running minimum through it (``compute_sequential_p``) is an exact
 p-value however many looks were taken (Pocock's repeated significance test, on the p scale):
@@ -29,11 +29,11 @@ Both decisions are final. A row that has neither is *futile* while its condition
 chance that the last look shows a regression if the trend so far holds) is under 20 %: a
 futility stop only gives up looks, so it never adds a false alarm. Nothing is decided before
 the second round (one round has no spread) unless a prior gives the noise, and no regression
-before the look after the first that shows it. The gate is decided
-once a row regressed and no row with a large observed effect (at least ``LARGE_EFFECT`` times its
-minimum effect, the worse way) is still undecided, so the report explains the headline change
-and not only the first one decided; or once every row that can be judged has ruled one out or is
-futile; it stops at ``max_rounds`` otherwise, the undecided rows inconclusive. A row whose runs
+before the look after the first that shows it. The gate is decided once a row regressed and no
+row with a large observed effect (at least ``LARGE_EFFECT`` times its minimum effect, the worse
+way) is still undecided, so the report explains the headline change and not only the first one
+decided. It is also decided once every row that can be judged has ruled one out or is futile.
+Otherwise it stops at ``max_rounds``, and the undecided rows are inconclusive. A row whose runs
 are too small for its statistic (a p99 of 50 requests) is never judged and never holds the
 gate.
 
@@ -201,7 +201,7 @@ class _Track:
 
 
 class SequentialGate:
-    """``observe(round)`` after every round; it answers with the state of the whole family."""
+    """Call ``observe(round)`` after every round to get the state of the whole family."""
 
     def __init__(self, rows: Sequence[SequentialRow], *, alpha: float = 0.05,
                  max_rounds: int = 8,

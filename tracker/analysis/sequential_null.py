@@ -1,6 +1,6 @@
 """The null law of repeated looks: what "no change" gives the smallest p-value over every look.
 
-``tracker.analysis.sequential`` looks after every round; under "no change" the looks' two-sample
+``tracker.analysis.sequential`` looks after every round. Under "no change" the looks' two-sample
 t statistics are pivotal (their joint law depends on neither the level nor the noise), so the
 smallest one-sided p-value over the looks up to ``max_rounds`` has one law per (``max_rounds``,
 prior degrees of freedom), simulated once here from a fixed seed and cached. Mapping a row's

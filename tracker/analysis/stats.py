@@ -4,7 +4,7 @@ Hodges-Lehmann, the efficient-score rank test, Harrell-Davis quantiles, Welch an
 Everything here is pure (no I/O) and deterministic (no resampling), and vectorised, so a
 comparison judges every request: 100,000 per side take well under a second
 (``bench/compare_speed.py``). Quantiles and the normal law are numpy's and SciPy's, never
-written again; the mid-ranks here are the one rank function (an argsort: SciPy's ``rankdata``
+written again. The mid-ranks here are the one rank function (an argsort: SciPy's ``rankdata``
 costs ten times as much on the short series the change-point monitor ranks every night).
 """
 
@@ -61,7 +61,7 @@ def _as_array(values: Sequence[float]) -> FloatArray:
 
 
 def _count_differences_at_most(xs: FloatArray, ys: FloatArray, bound: float) -> int:
-    """How many pairs have ``y[j] - x[i] <= bound``; both arrays sorted ascending."""
+    """How many pairs have ``y[j] - x[i] <= bound``, with both arrays sorted ascending."""
     return int(np.searchsorted(ys, xs + bound, side="right").sum())
 
 
@@ -141,8 +141,8 @@ def _one_sided(z: float) -> tuple[float, float]:
 @dataclass(frozen=True, slots=True)
 class KernelScores:
     """The location score ``-g'/g`` of a Gaussian kernel density estimate ``g`` on a grid,
-    winsorised at the 99th percentile of its size at the data, and its slope; evaluated at
-    any value by interpolation (constant beyond the grid)."""
+    winsorised at the 99th percentile of its size at the data, and its slope. They are evaluated
+    at any value by interpolation (constant beyond the grid)."""
 
     centers: FloatArray
     scores: FloatArray
@@ -157,7 +157,7 @@ class KernelScores:
 
 def fit_kernel_scores(values: FloatArray) -> KernelScores | None:
     """Scores of the values' density (binned: bins of an eighth of the bandwidth, Silverman's
-    robust rule); None when the values have no spread."""
+    robust rule), or None when the values have no spread."""
     spread = float(values.std())
     q25, q75 = np.quantile(values, [0.25, 0.75])
     if q75 > q25:

@@ -3,18 +3,19 @@
 A load generator on a busy host stamps late: a read that arrives while its event loop is held
 (its own work, or other processes on the cores) is stamped when the loop comes back. Each run
 measures how late a 10 ms timer fired on that loop (``ClientHealth.loop_lag_p99_s``). A run
-within the limits carries that jitter into the run-to-run noise like any other; a client-bound
+within the limits carries that jitter into the run-to-run noise like any other. A client-bound
 run carries its lag as a bound on what the client could have got wrong, per metric, from how the
 client's clock enters it (``Metric.client_timing``):
 
 - ``STAMPS`` (TTFT, E2E latency, ITL: the difference of two stamps, each late by 0 to the lag):
-  the true value lies within ``± lag`` of the measured one;
-- ``PER_TOKEN`` (TPOT: the same difference over the output tokens after the first): ``± lag /
-  (tokens - 1)``, with the run's mean output tokens per request;
-- ``SCHEDULE`` (latency from the planned start): also how late requests left (``send_lag_p99``);
+  the true value lies within ``± lag`` of the measured one.
+- ``PER_TOKEN`` (TPOT: the same difference over the output tokens after the first): the bound
+  is ``± lag / (tokens - 1)``, with the run's mean output tokens per request.
+- ``SCHEDULE`` (latency from the planned start): the bound also counts how late requests left
+  (``send_lag_p99``).
 - ``PACE`` (throughput): a late client only holds the server back, by up to one lag per request
-  cycle, so the true rate lies between the measured one and ``1 + lag / mean E2E latency`` of it;
-- server-side values (counters, memory) carry no client error.
+  cycle, so the true rate lies between the measured one and ``1 + lag / mean E2E latency`` of it.
+- Server-side values (counters, memory) carry no client error.
 
 The lag behind a bound is the loop's p99 lag for a statistic of the bulk (a median, a mean, a
 throughput) and its largest lag for a tail statistic (a p90 or p99 sits on the few requests a
@@ -68,8 +69,8 @@ NO_TIMING_ERROR = TimingBound()
 
 
 def compute_timing_bound(metric: Metric, workload: WorkloadResult) -> TimingBound:
-    """The bound a client-bound run of ``workload`` puts on ``metric``; none for a run within
-    the limits, or for a value the client's clock does not enter."""
+    """The bound a client-bound run of ``workload`` puts on ``metric``. There is none for a run
+    within the limits, or for a value the client's clock does not enter."""
     client = workload.summary.client
     if client is None or not client.client_bound or metric.client_timing is None:
         return NO_TIMING_ERROR

@@ -4,8 +4,8 @@ A head config that regresses against its base usually changes several fields. Th
 builds intermediate configs (probes) that apply a subset of the base → head changes to the base,
 runs each against interleaved base controls (``tracker.bisection.probes``) and asks the analysis
 whether the probe regresses on the metric the gate failed on. The search here is Zeller's
-delta debugging with interference (``narrow``): split the fields in two halves; a half that
-regresses on its own holds a culprit and is narrowed alone; when neither half does, the two
+delta debugging with interference (``narrow``): split the fields in two halves. A half that
+regresses on its own holds a culprit and is narrowed alone. When neither half does, the two
 interact, so each half is narrowed with the other one applied. One guilty field among k takes
 about 2·log2(k) probes at most (5 fields: 6), and two fields that regress only together are
 returned as one group (a pair).
@@ -13,7 +13,7 @@ returned as one group (a pair).
 A probe that cannot be judged (its config is refused, its target fails to start, a run does
 not complete) is unresolved: the search records it and tries another split of the same fields
 (each field apart from the others), and only gives a set up as "could not narrow" when no split
-resolves. The whole search has a budget (probes, minutes); when it runs out, the result is the
+resolves. The whole search has a budget (probes, minutes). When it runs out, the result is the
 smallest set of fields known to regress, marked as narrowed, not as the culprit.
 
 Each culprit group gets its share of the regression on the failing metric: the log change of a
@@ -154,7 +154,8 @@ class _Search:
 
 
 def compute_splits(changes: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Halves first; then, when a half's probe did not resolve, each field apart from the rest."""
+    """The splits to try: halves first, then, when a half's probe did not resolve, each field
+    apart from the rest."""
     middle = len(changes) // 2
     yield changes[:middle], changes[middle:]
     for i, one in enumerate(changes):
@@ -165,7 +166,7 @@ def compute_splits(changes: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
 
 def search_culprits(fields: Sequence[str], judge: Judge, head: Verdict | None) -> SearchResult:
     """Search the diff's ``fields`` (the head regresses, the base is the reference) with probes
-    judged by ``judge``; the budget is the judge's to enforce (``BudgetSpent``)."""
+    judged by ``judge``. The budget is the judge's to enforce (``BudgetSpent``)."""
     if not fields:
         return SearchResult(BisectOutcome.NARROWED, (), (), "the two configs do not differ, so "
                             "no field can explain it: look at the target, the machine or noise")
@@ -204,7 +205,7 @@ def _explains_part(culprit: Culprit) -> bool:
 def compute_share(part: Verdict | None, whole: Verdict | None
                   ) -> tuple[float | None, tuple[float, float] | None]:
     """The share of ``whole``'s change that ``part``'s explains, on the log scale (changes are
-    ratios), with an interval from the corners of their two intervals; None where either was
+    ratios), with an interval from the corners of their two intervals, or None where either was
     not estimated or the whole's interval reaches no change (a share of nothing)."""
     if part is None or whole is None or part.rel_change is None or whole.rel_change is None:
         return None, None

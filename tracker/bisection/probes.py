@@ -6,8 +6,8 @@ combination the schema refuses is a ``ConfigError`` naming the fields. A probe i
 ``NAME.probe``: its runs are stored like any run, but they are not the nightly series of the
 base's name (``tracker.pipeline.watch``), where a probe's regression would read as a change point.
 ``ProbeRunner`` runs a probe in the gate's rounds (``tracker.gate.rounds``: base control and
-probe interleaved ABBA, judged sequentially) and reads the analysis' verdict of the failing row;
-a config refused, a target that fails to start or a run that does not complete make the probe
+probe interleaved ABBA, judged sequentially) and reads the analysis' verdict of the failing row.
+A config refused, a target that fails to start or a run that does not complete make the probe
 unresolved, recorded with the reason, and the search goes on around it. It also enforces the
 budget. ``run_bisection`` runs the search for a gate's result and stores it.
 
@@ -101,7 +101,7 @@ def _apply(body: dict[str, Any], path: str, value: Any) -> None:
 
 def build_probe_config(base: LoadedConfig, head: LoadedConfig, fields: Sequence[str],
                        label: str) -> LoadedConfig:
-    """The base with the head's value of each of ``fields``; ``ConfigError`` if refused."""
+    """The base with the head's value of each of ``fields``, raising ``ConfigError`` if refused."""
     body = copy.deepcopy(dict(base.canonical))
     values = flatten_paths(head.canonical)
     for path in fields:
@@ -232,7 +232,7 @@ class BisectResult:
 def compute_failing_row(result: GateResult) -> GateRow | None:
     """The gate's most severe regression: of its regressed rows (a change a config field asks
     for is never one), the one the gate is sure moved furthest the worse way on the log scale
-    (a 3x collapse before a 5 % slip, whichever was decided first; a median known to be at
+    (a 3x collapse before a 5 % slip, whichever was decided first, and a median known to be at
     least +170 % before a p99 of 32 values somewhere in +110 % to +9,000 %, which the probes,
     judged at a stricter level, could not decide). A quantile its runs cannot resolve (the p99
     of 32 requests is near each run's largest value) is followed only when no other row
@@ -276,10 +276,10 @@ def run_bisection(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loa
                   stopping: Callable[[], bool] = lambda: False) -> BisectResult:
     """Bisect the gate's regression over the diff's fields (no probe when it did not regress),
     and store the bisection with every run it made, the gate's own included. ``place`` is
-    applied to every probe config (a worker's GPUs); ``origin``: stored under these names;
-    ``stopping()`` true: no further probe starts. Interrupted (Ctrl-C, SIGTERM, ``stopping``)
-    while probing, it is stored as ``interrupted`` with the probes judged so far, and
-    ``RunInterrupted`` raised."""
+    applied to every probe config (a worker's GPUs). ``origin`` gives the names it is stored
+    under. Once ``stopping()`` is true, no further probe starts. Interrupted (Ctrl-C, SIGTERM,
+    ``stopping``) while probing, it is stored as ``interrupted`` with the probes judged so far,
+    and ``RunInterrupted`` raised."""
     changes = tuple(compute_config_diff(base.loaded.canonical, head.loaded.canonical))
     probe_options = compute_probe_options(options, budget)
     row = compute_failing_row(gate)

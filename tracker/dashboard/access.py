@@ -8,15 +8,15 @@ dashboard` refuses to start unless a sign-in is configured:
   ``cookie_secret``, ``client_id``, ``client_secret`` and ``server_metadata_url`` in a
   ``secrets.toml`` that Streamlit reads (``~/.streamlit/``, ``./.streamlit/`` or
   ``dashboard/.streamlit/``, the later winning). Every page then asks to sign in first, and a
-  triage is recorded as the signed-in email (or name);
+  triage is recorded as the signed-in email (or name).
 - ``--trust-proxy-auth``: the operator says a reverse proxy in front authenticates every request
   and names the user in one header (``X-Forwarded-User`` unless ``--user-header`` names another,
   e.g. ``X-Forwarded-Email``), replacing any such header a client sent. A request without
   exactly one value of that header is refused (a comma-separated list such as ``alice, mallory``
-  is several: a proxy that appends instead of replacing); a triage is recorded as that value.
+  is several: a proxy that appends instead of replacing). A triage is recorded as that value.
 
 The launcher hands the mode to the app in ``$TRACKER_DASHBOARD_AUTH`` (and the header in
-``$TRACKER_DASHBOARD_USER_HEADER``); started by plain ``streamlit run``, the app uses OIDC when an
+``$TRACKER_DASHBOARD_USER_HEADER``). Started by plain ``streamlit run``, the app uses OIDC when an
 ``[auth]`` section exists and loopback otherwise.
 Pure: no Streamlit here (``viewer`` reads the session).
 """
@@ -87,7 +87,7 @@ def _auth_section(files: Sequence[Path]) -> tuple[Path, Any] | None:
 
 
 def find_oidc(files: Sequence[Path]) -> Path | None:
-    """The secrets file that configures Streamlit's login, or None when none does; an
+    """The secrets file that configures Streamlit's login, or None when none does. An
     ``[auth]`` section that lacks a key is an error (its values are never shown)."""
     found = _auth_section(files)
     if found is None:
@@ -119,7 +119,7 @@ def authlib_ready() -> bool:
 
 def choose_auth_mode(host: str, trust_proxy_auth: bool, files: Sequence[Path],
                      *, authlib: bool) -> AuthMode:
-    """The sign-in to serve ``host`` with; refuses a non-loopback host without one."""
+    """The sign-in to serve ``host`` with. A non-loopback host without one is refused."""
     if trust_proxy_auth:
         return AuthMode.PROXY
     oidc = find_oidc(files)
@@ -146,8 +146,9 @@ def check_user_header(name: str) -> str:
 
 def compute_viewer(mode: AuthMode, claims: Mapping[str, Any], user_values: Sequence[str],
                    os_user: str) -> str | None:
-    """Who is looking, as recorded on a triage; None when the mode cannot say (the page then
-    refuses). ``claims``: st.user; ``user_values``: every value of the proxy's user header."""
+    """Who is looking, as recorded on a triage, or None when the mode cannot say (the page then
+    refuses). ``claims`` is st.user, and ``user_values`` is every value of the proxy's user
+    header."""
     if mode is AuthMode.LOCAL:
         return _clean(f"local:{os_user}")
     if mode is AuthMode.OIDC:

@@ -2,7 +2,7 @@
 
 Plotly reads a few HTML tags (links among them) in names, labels and hover text, so every string
 that comes from the store is redacted and passes through ``html.escape`` (``_esc``) before it
-reaches a figure; the tracker's own labels (metric names, units) go in as they are.
+reaches a figure. The tracker's own labels (metric names, units) go in as they are.
 """
 
 from __future__ import annotations
@@ -77,8 +77,9 @@ def render_status_grid(overview: pd.DataFrame) -> go.Figure:
 
 def render_trend_chart(shaped: pd.DataFrame, changes: pd.DataFrame, change_points: pd.DataFrame,
                        metric: str, *, show_band: bool) -> go.Figure:
-    """Each series as line + markers; simulated runs hollow, imported runs diamonds; markers for
-    version changes and change points, whose hover each run's point repeats."""
+    """Each series as line + markers, with simulated runs hollow and imported runs as diamonds.
+
+    Markers show version changes and change points, whose hover each run's point repeats."""
     unit = display_unit(metric)
     figure = go.Figure()
     diffs = [f"<b>config version changed</b> ({_esc(config)})<br>" + _lines(diff)

@@ -1,5 +1,5 @@
 """The Compare page's choices and tables: two runs, or two config versions with all their runs
-(the latest of each shown side by side); and, where a bisection ran both, which changed field
+(the latest of each shown side by side), and, where a bisection ran both, which changed field
 made the head regress."""
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def choose_pair(url: str) -> Pair:
 def query_default_base(url: str, head_id: int) -> int | None:
     """The run Compare sets against run ``head_id`` when no base is asked for: the latest run
     of the config version before the head's on the head's suite (the newest earlier version
-    with one), so the page opens on the last config change; for a config with one version, the
-    run of its config and suite before the head. None when there is neither (or no such head).
+    with one), so the page opens on the last config change. For a config with one version, it
+    is the run of its config and suite before the head, and None when there is neither (or no
+    such head).
     """
     with Session(data.engine_for(url)) as session:
         try:
@@ -121,7 +122,7 @@ def describe(run: RunResult) -> str:
 
 
 def like_for_like_notes(base: RunResult, head: RunResult) -> list[str]:
-    """Why these two runs may not be comparable; empty when they are like with like."""
+    """Why these two runs may not be comparable, empty when they are like with like."""
     notes = []
     if base.suite.name != head.suite.name:
         notes.append(f"different suites ({base.suite.name} vs {head.suite.name}): only "
@@ -168,8 +169,8 @@ def _change_percent(rel_change: Any) -> float | None:
 
 
 def render_p_value(value: Any) -> str | None:
-    """A p-value to 2 significant digits (the gate's ``p=``), "< 0.0001" below that; None for
-    none (a bit-constant metric compared exactly has no p-value)."""
+    """A p-value to 2 significant digits (the gate's ``p=``), or "< 0.0001" below that. It is
+    None for none (a bit-constant metric compared exactly has no p-value)."""
     p = _number(value)
     if p is None:
         return None
@@ -204,9 +205,9 @@ OUTCOME_ORDER = {"regression": 0, "improvement": 1, "inconclusive": 2, "no_chang
 
 
 def metric_table_with_verdicts(metrics: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Every metric's delta; the judged ones with the verdict, interval, p-value and reason,
+    """Every metric's delta, the judged ones with the verdict, interval, p-value and reason,
     and the verdict's own values and change (one effect size per row: the judged runs'). Cells
-    are display text (the outcome in words, the p-value to 2 digits); a value not measured or
+    are display text (the outcome in words, the p-value to 2 digits). A value not measured or
     not judged is empty (None)."""
     table = _with_verdict_values(metric_table(metrics), verdicts)
     judged = verdicts.assign(metric=verdicts["metric"].map(metric_label))

@@ -1,6 +1,6 @@
 """The dashboard's reads: one engine per database URL, and every query cached on the URL.
 
-``query_*`` functions do the work (the bench times them); ``load_*`` are the same functions behind
+``query_*`` functions do the work (the bench times them). ``load_*`` are the same functions behind
 ``st.cache_data``, keyed on the URL and the arguments, kept ``CACHE_TTL_S`` seconds so new nightly
 runs appear without a restart. Nothing here writes but the triage of a regression and the
 reconciliation every reader of the store does (``query_database_state``): a run left ``running``
@@ -45,7 +45,7 @@ VERSION_RUNS = 50  # the most runs of a config version Compare judges
 
 @dataclass(frozen=True, slots=True)
 class DatabaseState:
-    """Whether pages can read; ``message`` says why not (an empty store or an error)."""
+    """Whether pages can read, with ``message`` saying why not (an empty store or an error)."""
 
     ready: bool
     empty: bool
@@ -78,7 +78,8 @@ def _empty_hint(url: str) -> str:
 
 
 def query_database_state(url: str) -> DatabaseState:
-    """Ready, empty (with the `tracker demo` hint) or unreadable (with the reason); never writes."""
+    """The store's state: ready, empty (with the `tracker demo` hint) or unreadable (with the
+    reason). It never writes."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").exists():
         return DatabaseState(False, True, _empty_hint(url))

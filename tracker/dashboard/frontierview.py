@@ -3,8 +3,8 @@
 The points are the results a run already stores for a rate or concurrency ladder: a sweep's
 probes (``<workload>@<R>rps``) or a workload's stages (``@<R>rps``, ``@c<N>``), each with its
 achieved request throughput and a latency statistic. A version's frontier is the median, per
-load asked for, over its latest ``VERSION_RUNS`` runs; a night's is one run's. The analysis
-(``tracker.analysis.frontier``) gives the Pareto front and the knee; this module reads the
+load asked for, over its latest ``VERSION_RUNS`` runs. A night's is one run's. The analysis
+(``tracker.analysis.frontier``) gives the Pareto front and the knee. This module reads the
 store (cached) and draws. Only the history's own runs count (not a gate's, a bisection's or an
 imported tool's).
 """

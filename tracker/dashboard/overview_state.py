@@ -32,7 +32,7 @@ def render_age(started_at: datetime, now: datetime) -> str:
 
 def shape_overview(frame: pd.DataFrame, now: datetime,
                    regressed: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
-    """Add ``state`` and ``when``; the worst states first, then by config and suite."""
+    """Add ``state`` and ``when``, and sort the worst states first, then by config and suite."""
     shaped = frame.copy()
     shaped["state"] = [
         compute_state(status, started.to_pydatetime(), now, (config, suite) in regressed)

@@ -58,7 +58,8 @@ def load_or_stop(url: str, run_id: int) -> RunDetail:
 def with_import_source(detail: RunDetail) -> RunDetail:
     """An imported run's workloads frame with its source (tool and version, the file's sha256)
     and the values the import kept under the tool's own names (``params.source_values``, e.g.
-    ``guidellm_time_per_output_token_median_s``), one column each; a native run as it is."""
+    ``guidellm_time_per_output_token_median_s``), one column each. A native run's frame stays as
+    it is."""
     found = detail.run.environment.get(IMPORT_KEY)
     if not isinstance(found, Mapping) or detail.workloads.empty:
         return detail
@@ -124,7 +125,7 @@ STAT_HEADERS = {"median": "p50"}
 class SummaryLayout:
     """How the run's workload table is shown: the columns in view (``order``: those of
     `tracker show`'s table, the cost and energy a workload measured, an imported run's tool),
-    each metric under a short header with the CLI's digits; the others (``hidden``, by header)
+    each metric under a short header with the CLI's digits, and the others (``hidden``, by header)
     one click away in the table's "Show/hide columns" menu."""
 
     order: tuple[str, ...]

@@ -3,12 +3,12 @@ reading of the series shown.
 
 A record (``tracker.store.regressions``) is drawn at its first run of the new level, with its
 size (the last good config version's level against the level since, and the interval) and its
-status; when it sits on a config-version boundary, its hover names the config diff the watch
+status. When it sits on a config-version boundary, its hover names the config diff the watch
 attributed it to. The detector (``tracker.analysis.detect_change_points``) also reads every
 series shown, so a series the watch does not follow (a gate's runs, an imported tool's, a
-metric it does not watch) still shows its steps; a detected point within the monitor's
+metric it does not watch) still shows its steps. A detected point within the monitor's
 ``tolerance`` (3 runs) of a record of the same series is that record's change and is not drawn
-twice. The frames hold plain text; ``charts`` escapes it.
+twice. The frames hold plain text, and ``charts`` escapes it.
 """
 
 from __future__ import annotations

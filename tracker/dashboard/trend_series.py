@@ -69,9 +69,9 @@ def display_format(metric: str) -> str:
 
 def render_metric_value(value: float | None, metric: str) -> str | None:
     """One stored value with its unit, as the gate's report writes it (``483.68 ms``,
-    ``72.00 GiB``, ``66.7%``, ``2242.98 tokens/s``); cost, energy, counts and the startup time
-    in their displayed unit to 4 significant digits, as `tracker show`'s cost line; None when
-    not measured."""
+    ``72.00 GiB``, ``66.7%``, ``2242.98 tokens/s``). Cost, energy, counts and the startup time
+    are in their displayed unit to 4 significant digits, as `tracker show`'s cost line. It is
+    None when not measured."""
     if value is None:
         return None
     unit = REGISTRY[metric].unit
@@ -82,7 +82,7 @@ def render_metric_value(value: float | None, metric: str) -> str | None:
 
 
 def split_latency(metric: str) -> tuple[str, str] | None:
-    """``"scheduled_ttft_p99_s"`` -> ``("scheduled_ttft", "p99")``; None for other metrics."""
+    """``"scheduled_ttft_p99_s"`` -> ``("scheduled_ttft", "p99")``, or None for other metrics."""
     if not metric.endswith("_s") or metric in SECONDS_SHOWN:
         return None
     key, _, stat = metric[:-2].rpartition("_")
@@ -130,7 +130,7 @@ def shape_trend(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 def compute_noise_band(shaped: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     """(centre, low, high) of each run's band: the median ± ``NOISE_SIGMAS`` std of the
     previous ``NOISE_WINDOW_RUNS`` runs of the same series *and config version* (a new version
-    starts afresh; its first ``NOISE_MIN_RUNS`` runs have none), so a jump lands outside the band
+    starts afresh: its first ``NOISE_MIN_RUNS`` runs have none), so a jump lands outside the band
     of the runs before it. Drawn in the metric's own space: where a version's values are all
     positive, on their log (a ratio band, as the comparison of runs reads them: never below
     zero), else on the values, cut at zero when none is negative. ``shaped`` is sorted per
@@ -163,7 +163,7 @@ def find_version_changes(shaped: pd.DataFrame,
                          bodies: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
     """Runs whose config version differs from the previous run of the same series.
 
-    ``bodies`` is config name -> version -> canonical body; the ``diff`` column holds plain
+    ``bodies`` is config name -> version -> canonical body. The ``diff`` column holds plain
     text lines for the hover.
     """
     previous = shaped.groupby("series", sort=False)["config_version"].shift(1)

@@ -73,7 +73,8 @@ def workload_names(url: str, options: TrendOptions, metric: str, configs: tuple[
 
 
 def choose_selection(url: str, options: TrendOptions) -> tuple[data.TrendSelection, bool]:
-    """Draw the controls; the selection they describe and whether to draw the noise band."""
+    """Draw the controls and return the selection they describe and whether to draw the noise
+    band."""
     default = data.default_trend_selection(options)
     metric = _metric_controls(default.metric, options.metrics)
     left, middle, right = st.columns(3)

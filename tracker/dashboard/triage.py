@@ -38,9 +38,9 @@ def regression_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def split_by_direction(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(records in the worse direction, largest change first; the others: improvements and
-    changes of unknown direction), so an improvement never reads as a regression (the watch
-    stores improvements with a status of their own; an older record may still be open)."""
+    """The records in the worse direction, largest change first, and the others (improvements
+    and changes of unknown direction), so an improvement never reads as a regression. The watch
+    stores improvements with a status of their own, but an older record may still be open."""
     worse = frame["regressed"] == True  # noqa: E712 - a column of True/False/None
     size = frame["rel_change"].abs().fillna(0.0)
     ordered = frame.assign(_size=size).sort_values("_size", ascending=False).drop(columns="_size")
@@ -92,7 +92,7 @@ def show_record(url: str, record: Mapping[Hashable, Any]) -> None:
 
 
 def describe_size(record: RegressionRecord) -> str | None:
-    """How the change was measured, with its interval; None for a record without one (stored
+    """How the change was measured, with its interval, or None for a record without one (stored
     before revision 0014, when the levels were the detector's segment medians)."""
     if record.rel_change is None or record.interval is None:
         return None
@@ -113,7 +113,7 @@ def describe_triage(record: RegressionRecord) -> str:
 
 
 def triage_form(url: str, record: Mapping[Hashable, Any]) -> None:
-    """Acknowledge, mark expected or fixed, with a note; written through the store."""
+    """Acknowledge, mark expected or fixed, with a note, written through the store."""
     statuses = [status.value for status in RegressionStatus]
     with st.form(f"triage_{int(record['id'])}"):
         status = st.radio("Status", statuses, index=statuses.index(str(record["status"])),

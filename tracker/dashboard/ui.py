@@ -8,8 +8,8 @@ redacted with ``tracker.redaction.redact_text``, then as text:
 - ``md_text`` for Markdown elements (st.error, st.caption, subheaders, labels, radio options):
   every Markdown and HTML character backslash-escaped, so ``![x](…)``, ``<img …>``, ``[link](…)``,
   ``:material/…:`` and ``$x$`` show literally, and a word joiner before bare URLs and ``@``
-  (which GFM turns into links whatever the escapes);
-- ``plain_text`` for text elements and widget values (st.text, st.code, selectbox options);
+  (which GFM turns into links whatever the escapes).
+- ``plain_text`` for text elements and widget values (st.text, st.code, selectbox options).
 - ``dataframe`` and ``show_json``, which redact every cell and value.
 
 Nothing is ever rendered with ``unsafe_allow_html``.
@@ -63,7 +63,7 @@ def show_json(value: Any) -> None:
 
 
 def redact_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy with every text cell redacted (numbers are left alone; the column names are the
+    """A copy with every text cell redacted (numbers are left alone, and the column names are the
     pages' own)."""
     shown = frame.copy()
     for index, dtype in enumerate(shown.dtypes):
@@ -81,7 +81,7 @@ EMPTY_CELL = "—"  # what a table shows for a value not measured or not judged 
 
 def dataframe(frame: pd.DataFrame, **kwargs: Any) -> Any:
     """The frame as a table (cells render as text), redacted, a missing value shown as
-    ``EMPTY_CELL`` rather than "None"; returns the selection event."""
+    ``EMPTY_CELL`` rather than "None". The selection event is returned."""
     kwargs.setdefault("placeholder", EMPTY_CELL)
     return st.dataframe(redact_frame(frame), hide_index=True, width="stretch", **kwargs)
 
@@ -95,7 +95,8 @@ def database_url() -> str:
 
 
 def page_start(title: str, caption: str) -> str:
-    """The page title and the database URL; stops the page with a hint when nothing can be read."""
+    """Show the page title and the database URL, and stop the page with a hint when nothing can
+    be read."""
     st.title(title)
     st.caption(caption)
     url = database_url()

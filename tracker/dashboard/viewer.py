@@ -1,6 +1,6 @@
 """The session's viewer: the sign-in gate every page passes, and the name a triage records.
 
-The rules live in ``access``; this module reads the session (``st.user``, the proxy's header in
+The rules live in ``access``. This module reads the session (``st.user``, the proxy's header in
 ``st.context.headers``, the OS user) and stops the page when nobody may look.
 """
 
@@ -22,8 +22,8 @@ from tracker.dashboard.access import (
 
 
 def auth_mode() -> AuthMode | None:
-    """The mode `tracker dashboard` chose, else OIDC when secrets configure it, else local;
-    None when ``$TRACKER_DASHBOARD_AUTH`` holds something else."""
+    """The mode `tracker dashboard` chose, else OIDC when secrets configure it, else local,
+    or None when ``$TRACKER_DASHBOARD_AUTH`` holds something else."""
     configured = os.environ.get(AUTH_ENV)
     if configured:
         try:
@@ -49,7 +49,7 @@ def local_user() -> str:
 
 
 def current_viewer() -> str | None:
-    """Who is looking, as a triage records it; None when nobody may look."""
+    """Who is looking, as a triage records it, or None when nobody may look."""
     mode = auth_mode()
     if mode is None:
         return None
@@ -58,7 +58,7 @@ def current_viewer() -> str | None:
 
 
 def require_viewer() -> str:
-    """The viewer; otherwise the page shows the sign-in (or why it refuses) and stops."""
+    """The viewer. Otherwise the page shows the sign-in (or why it refuses) and stops."""
     viewer = current_viewer()
     if viewer is not None:
         return viewer

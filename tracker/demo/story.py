@@ -1,15 +1,15 @@
 """The demo's story on the simulator: a config's tuning walk, then a change that regresses.
 
 One config name (``demo-chat``) goes through the versions in ``configs/demo/`` (the files in
-order; the last is the change that regresses), each run ``WALK_RUNS`` times on the demo suite,
+order, the last being the change that regresses), each run ``WALK_RUNS`` times on the demo suite,
 so its series has levels. Each run is a real simulator run stored like any other, and after each
 the nightly watch replays the series it extends and stores the new change points with their
 attribution, as a worker does (``tracker.pipeline.watch.watch_run``). The regressing version runs
 night after night until the watch has caught its TTFT p99 and throughput regressions
-(``STORY_METRICS``; ``MAX_CHANGE_RUNS`` nights at most).
+(``STORY_METRICS``, ``MAX_CHANGE_RUNS`` nights at most).
 
 The simulator runs at ``TIME_SCALE`` of its usual step times (``walk.scale_timings``) so the
-whole story takes about a minute; the stored versions carry those timings.
+whole story takes about a minute. The stored versions carry those timings.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ RunListener = Callable[[DemoVersion, RunResult, list[RegressionRecord]], None]
 
 
 def shipped_demo() -> tuple[list[Path], Path]:
-    """(the demo config's versions in order, the change that regresses last; its suite)."""
+    """The demo config's versions in order (the change that regresses last) and its suite."""
     folder = shipped_configs() / DEMO_FOLDER
     configs = sorted(folder.glob("[0-9]*.yaml"))
     suite = folder / "suite.yaml"
@@ -144,8 +144,8 @@ def build_history(engine: Engine, story: DemoStory, on_run: RunListener | None =
                   *, walk_runs: int = WALK_RUNS, max_change_runs: int = MAX_CHANGE_RUNS
                   ) -> DemoHistory:
     """Run the walk, then the change until the watch catches its TTFT p99 and throughput
-    regressions (``STORY_METRICS``; any caught regression will do after ``max_change_runs``
-    nights); raises MeasurementError when nothing is caught by then."""
+    regressions (``STORY_METRICS``, though any caught regression will do after
+    ``max_change_runs`` nights). Raise MeasurementError when nothing is caught by then."""
     versions: list[VersionRuns] = []
     records: list[RegressionRecord] = []
 

@@ -91,7 +91,7 @@ def fetch_sim_metrics(base_url: str) -> dict[str, float]:
 
 def measure_config(store: Engine, loaded: LoadedConfig, suite: LoadedSuite,
                    repeat: int = 0) -> WalkMeasurement:
-    """One run of ``loaded``; its ``repeat``-th (the simulator's run-to-run draw: the same for
+    """One run of ``loaded``, its ``repeat``-th (the simulator's run-to-run draw: the same for
     every config of one pass, so a pass compares configs, and passes vary like repeated runs)."""
     with ThreadedSimServer(loaded.config, run_ordinal=repeat) as server:
         run = execute_suite(store, _attached(loaded, server.base_url), suite)

@@ -3,10 +3,10 @@
 Two ways in:
 
 - ``run_config_gate``: run the suite against base and head configs on the same target in
-  rounds (a base run, then a head run), so drift over time hits both sides alike; every run is
+  rounds (a base run, then a head run), so drift over time hits both sides alike. Every run is
   stored like any other. Sequential by default (``tracker.gate.rounds``): after each round
   ``tracker.analysis.sequential`` judges every row, and the gate stops once all are decided, at
-  most ``max_rounds``; or a fixed number of rounds, judged once at the end.
+  most ``max_rounds``. Otherwise it runs a fixed number of rounds, judged once at the end.
 - ``compare_stored_runs``: compare runs already in the store (``--base-run`` / ``--head-run``).
 
 Either way the rows (``tracker.gate.rows``) are judged by the one comparison policy
@@ -74,8 +74,8 @@ DEFAULT_MAX_ROUNDS_WITH_PRIOR = 3  # with the noise of earlier base runs: one ro
 
 @dataclass(frozen=True, slots=True)
 class GateDesign:
-    """How a config gate spends its runs: ``rounds`` of a base and a head run; sequential: stop
-    as soon as every row is decided, with ``rounds`` the most it may run."""
+    """How a config gate spends its runs: ``rounds`` of a base and a head run. A sequential gate
+    stops as soon as every row is decided, with ``rounds`` the most it may run."""
 
     rounds: int
     sequential: bool = True
@@ -140,9 +140,11 @@ def compute_quality_rows(quality: QualityComparison | None) -> list[GateRow]:
 
 
 def decide_gate(rows: Sequence[GateRow], problems: Sequence[str]) -> tuple[GateOutcome, int]:
-    """Regression if the family's judgement keeps any row a regression; could not measure if a
-    run failed, nothing was compared, or a row's change is within the client's timing error;
-    otherwise pass (inconclusive rows pass, with their hint shown)."""
+    """The outcome is a regression if the family's judgement keeps any row a regression.
+
+    It is "could not measure" if a run failed, nothing was compared, or a row's change is within
+    the client's timing error. Otherwise it is a pass (inconclusive rows pass, with their hint
+    shown)."""
     if any(row.regressed for row in rows):
         return GateOutcome.REGRESSION, ExitCode.REGRESSION
     if (problems or not any(row.verdict is not None for row in rows)
@@ -169,7 +171,7 @@ def build_gate_result(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
                       rounds: GateRounds | None = None,
                       evidence: Mapping[str, RowEvidence] | None = None,
                       prior: Mapping[str, RunNoisePrior] | None = None) -> GateResult:
-    """The gate's answer over these runs; ``evidence``: the sequential test's, by row key
+    """The gate's answer over these runs. ``evidence`` is the sequential test's, by row key
     (otherwise each row over all runs, with the history's ``prior`` by row key)."""
     _check_one_source(base_runs, head_runs)
     suites = {(run.suite.name, run.suite.version) for run in (*base_runs, *head_runs)}
@@ -222,7 +224,7 @@ def run_config_gate(engine: Engine, base: ConfigSide, head: ConfigSide, suite: L
 
 def compare_stored_runs(engine: Engine, base_ids: Sequence[int], head_ids: Sequence[int],
                         options: GateOptions) -> GateResult:
-    """Compare stored runs: each side may list several runs (repeats of one config); the
+    """Compare stored runs: each side may list several runs (repeats of one config), and the
     noise prior comes from the other stored runs of the base's config version on its suite."""
     with Session(engine) as session:
         base_runs = [fetch_run(session, run_id) for run_id in base_ids]
@@ -240,8 +242,8 @@ def fetch_history_runs(session: Session, run: RunResult,
     """The stored history of ``run``'s config version on its suite version and host (the
     nightly runs, not a gate's): the noise prior of a comparison of the ``compared`` runs. One
     run a side has no spread of its own, so the history keeps the compared runs that belong to
-    it (two runs of one version are two draws of its noise; leaving them out would make an
-    outlier among them look like a change); with more runs a side, their own spread is counted
+    it (two runs of one version are two draws of its noise, and leaving them out would make an
+    outlier among them look like a change). With more runs a side, their own spread is counted
     already, and the history leaves them out."""
     found = fetch_noise_runs(session, run.config.version, run.suite.version, host=run.host)
     if len(compared[0]) == 1 and len(compared[1]) == 1:

@@ -4,7 +4,7 @@ vLLM holds its weights and its whole KV pool from the start, so a workload's mem
 bytes in every reading and every run of one config. When each side held one value throughout
 (every run's peak equal to its mean, and equal across the side's runs) the sides are compared
 exactly, tolerance 0 unless ``--min-effect gpu_memory_peak_bytes=F`` allows one
-(``tracker.analysis.exact``); otherwise each run's peak is one value, judged
+(``tracker.analysis.exact``). Otherwise each run's peak is one value, judged
 like a throughput (``compare_samples``, over runs). Every run counts, client-bound ones too: the
 memory is held whatever set the pace. The source is named: NVML, or the simulator's own account
 of its simulated GPU (``tracker.metrics.compute_gpu_memory``).
@@ -48,9 +48,10 @@ def compute_memory_readings(workloads: Sequence[WorkloadResult]
 def judge_memory(base: Sequence[WorkloadResult], head: Sequence[WorkloadResult], *,
                  confidence: float, min_effect: float, tolerance: float = 0.0,
                  seed: int = 0) -> MemoryJudgement | None:
-    """The memory verdict of one workload's runs; None when neither side measured it.
-    ``tolerance``: the exact comparison's allowance (``--min-effect gpu_memory_peak_bytes=F``;
-    0 by default); ``min_effect``: the statistical one's, when a side's memory moved."""
+    """The memory verdict of one workload's runs, or None when neither side measured it.
+
+    ``tolerance`` is the exact comparison's allowance (``--min-effect gpu_memory_peak_bytes=F``,
+    0 by default). ``min_effect`` is the statistical one's, when a side's memory moved."""
     base_readings, base_from = compute_memory_readings(base)
     head_readings, head_from = compute_memory_readings(head)
     if not base_readings and not head_readings:

@@ -3,10 +3,10 @@
 Each side's answers are those of its first run that stored the suite's quality set (with
 ``when: once_per_night`` later rounds reuse that run's answers, so the gate asks the set once
 per side). Items are matched by id (a sampled item's k-th ask with the other side's k-th: under
-no change both are draws of the same chance, so the exact test holds); an item counts when both
+no change both are draws of the same chance, so the exact test holds). An item counts when both
 sides answered it. A sampled ask's changed text is not drift. The verdict is
 ``tracker.analysis.compute_paired_quality``'s (exact McNemar, Newcombe's paired interval, the
-smallest drop the set can detect); this module only picks the runs and the items, and keeps a
+smallest drop the set can detect). This module only picks the runs and the items, and keeps a
 few flipped items with both answers for the report (the report redacts and escapes them).
 """
 
@@ -78,7 +78,7 @@ def compute_pairs(base: QualityResult, head: QualityResult
 def compute_quality_comparison(base_runs: Sequence[RunResult], head_runs: Sequence[RunResult],
                                min_drop: float | None, confidence: float
                                ) -> QualityComparison | None:
-    """The paired comparison of the two sides' answers; None when neither side has any."""
+    """The paired comparison of the two sides' answers, or None when neither side has any."""
     base, head = _first_quality(base_runs), _first_quality(head_runs)
     found = base if base is not None else head
     if found is None:

@@ -9,9 +9,9 @@ Sequential (the default): after every round ``tracker.analysis.sequential`` sees
 pair of runs for every workload and metric, and the gate stops as soon as every row is decided
 (regressed, or a regression of the minimum effect ruled out), at most ``design.rounds``, or
 once a workload's GPU memory peak regressed exactly (``tracker.gate.memory``: the same bytes on
-every run of each side, so one round is certain); a round whose run failed ends the gate at once
-(it could not measure). Fixed: exactly
-``design.rounds`` rounds, judged once at the end by ``compare_samples``.
+every run of each side, so one round is certain). A round whose run failed ends the gate at once
+(it could not measure). Fixed: exactly ``design.rounds`` rounds, judged once at the end by
+``compare_samples``.
 
 A run whose client was client-bound (the load generator fell behind: overloaded, or starved
 by the host's other processes) still counts: it carries its lag as a timing bound
@@ -25,7 +25,7 @@ unless a changed field asks for it (``gpu_memory_utilization``: shown "as config
 The run-to-run noise: where the store holds at least ``MIN_PRIOR_RUNS`` earlier completed runs
 of the base config version with the suite version on this host (the last ``NOISE_RUNS``), each
 row's prior is the variance of their log statistic (``compute_run_noise_prior``), so a clear
-case can be decided after one round; otherwise the rounds alone.
+case can be decided after one round. Otherwise the rounds alone give the noise.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def run_rounds(engine: Engine, base: ConfigSide, head: ConfigSide, suite: Loaded
                design: GateDesign, options: GateOptions, *, quiet: bool = True,
                ordinal_seed: int | None = None,
                origin: RunOrigin = RunOrigin.GATE) -> PlayedRounds:
-    """Base and head in ABBA rounds (sequential: until decided); every run is stored marked
+    """Base and head in ABBA rounds (sequential: until decided). Every run is stored marked
     with ``origin``, so it stays out of the configs' nightly series."""
     base_runs: list[RunResult] = []
     head_runs: list[RunResult] = []
@@ -138,7 +138,7 @@ def fetch_earlier_runs(engine: Engine, base: ConfigSide,
 
 def compute_noise_prior(earlier: Sequence[RunResult],
                         rows: Sequence[SequentialRow]) -> dict[str, RunNoisePrior]:
-    """Each sequential row's prior from the earlier runs that measured its workload; a row
+    """Each sequential row's prior from the earlier runs that measured its workload. A row
     with fewer than three such runs has none."""
     wanted = {row.key for row in rows}
     names = dict.fromkeys(w.name for run in earlier for w in run.workloads)
@@ -185,7 +185,7 @@ def compute_sequential_rows(pair: tuple[RunResult, RunResult],
 
 def compute_round_samples(base: RunResult, head: RunResult) -> RoundSamples:
     """One round's runs per row key: (base run's, head run's), each with the bound its client's
-    timing error puts on it; a workload that either run lacks is left out of this round."""
+    timing error puts on it. A workload that either run lacks is left out of this round."""
     samples: dict[str, tuple[RunSample, RunSample]] = {}
     heads = {workload.name: workload for workload in head.workloads}
     for workload in base.workloads:

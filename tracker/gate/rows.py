@@ -89,8 +89,8 @@ def compute_workload_names(base_runs: Sequence[RunResult],
 
 
 def compute_run_sample(metric: Metric, workload: WorkloadResult) -> RunSample | None:
-    """A run's values of ``metric`` with the bound its client's timing error puts on them;
-    None when the run did not measure it."""
+    """A run's values of ``metric`` with the bound its client's timing error puts on them,
+    or None when the run did not measure it."""
     values = compute_samples(metric, workload)
     if not values:
         return None
@@ -108,7 +108,7 @@ def compute_gate_rows(base_runs: Sequence[RunResult], head_runs: Sequence[RunRes
                       prior: Mapping[str, RunNoisePrior] | None = None) -> list[GateRow]:
     """One row per workload (in suite order) and gate metric that either side measured, not
     yet judged: its evidence over all runs (with the history's ``prior`` by row key), or the
-    sequential test's (``evidence``, by row key); and the GPU memory row."""
+    sequential test's (``evidence``, by row key). The GPU memory row comes with them."""
     rows: list[GateRow] = []
     for name in compute_workload_names(base_runs, head_runs):
         base = [w for w in (_workload(run, name) for run in base_runs) if w is not None]
@@ -166,7 +166,7 @@ def compute_unchanged(base: Sequence[RunSample], head: Sequence[RunSample],
                       metric: Metric) -> Verdict | None:
     """The exact "no change" of a measure that read one and the same value in every run of both
     sides (a prefix-cache hit rate of 0 on fresh servers fed distinct prompts), which a ratio
-    cannot judge; None otherwise."""
+    cannot judge, or None otherwise."""
     readings = [[list(s.values) for s in side] for side in (base, head)]
     if not all(runs_repeat_exactly(side) for side in readings) \
             or readings[0][0][0] != readings[1][0][0]:
@@ -176,7 +176,8 @@ def compute_unchanged(base: Sequence[RunSample], head: Sequence[RunSample],
 
 def compute_memory_row(name: str, base: Sequence[WorkloadResult], head: Sequence[WorkloadResult],
                        options: GateOptions) -> GateRow | None:
-    """The workload's GPU memory peak (``tracker.gate.memory``); None: neither side measured."""
+    """The workload's GPU memory peak (``tracker.gate.memory``), or None when neither side
+    measured it."""
     metric = MEMORY_METRIC
     judged = judge_memory(base, head, confidence=options.confidence,
                           min_effect=compute_min_effect(metric, options),
@@ -220,7 +221,7 @@ def compute_noise_prior(earlier: Sequence[RunResult],
     """Each row's prior (by ``row_key``) from the history's runs that measured its workload,
     client-bound ones too: a night on a busy host is part of how much a run of this version
     varies there (an in-process simulator, or an engine sharing the cores, slows with the
-    client), so leaving them out would make the next busy run look like a change; a row with
+    client), so leaving them out would make the next busy run look like a change. A row with
     fewer than three such runs has none."""
     prior: dict[str, RunNoisePrior] = {}
     for name, metric in keys:
@@ -245,7 +246,7 @@ def compute_rows_prior(earlier: Sequence[RunResult], base_runs: Sequence[RunResu
 
 def compute_as_configured(metric_name: str, changes: Sequence[Change]) -> str | None:
     """The config changes that ask for a change of this metric by design, as the report says
-    them ("engine.gpu_memory_utilization: 0.9 → 0.92"); None when no such field changed."""
+    them ("engine.gpu_memory_utilization: 0.9 → 0.92"), or None when no such field changed."""
     metric = REGISTRY.get(metric_name)
     if metric is None:
         return None

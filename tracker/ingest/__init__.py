@@ -1,7 +1,7 @@
 """Other tools' result files as tracker runs: ``vllm bench serve``, GuideLLM, AIPerf.
 
 A stage between ``inputs`` and the results: it reads a file and returns ``tracker.results``
-values; the store saves them (``tracker.store.imported_runs``). docs/import-formats.md maps
+values, and the store saves them (``tracker.store.imported_runs``). docs/import-formats.md maps
 each tool's fields onto the tracker's.
 """
 

@@ -2,8 +2,8 @@
 tracker run (docs/import-formats.md, "AIPerf").
 
 AIPerf's names differ from the tracker's: its ``inter_token_latency`` is per request
-``(request_latency - ttft) / (osl - 1)``, the tracker's TPOT; its ``inter_chunk_latency`` is every
-gap between chunks, the tracker's ITL; ``request_latency`` is E2EL. Values in ms become seconds.
+``(request_latency - ttft) / (osl - 1)``, the tracker's TPOT. Its ``inter_chunk_latency`` is every
+gap between chunks, the tracker's ITL, and ``request_latency`` is E2EL. Values in ms become seconds.
 Metrics with no tracker meaning (time to second token, AIPerf's "effective" latency from when a
 request was due, per-user throughput) keep an ``aiperf_`` name.
 """

@@ -7,11 +7,11 @@ the tracker's statistics: its percentiles are inverted-CDF values (the first val
 cumulative share reaches p, not interpolated), its ``inter_token_latency_ms`` and
 ``time_per_output_token_ms`` are weighted by each request's tokens, and its "TPOT" includes the
 first token. So the tracker's TTFT, TPOT and E2EL are the tracker's statistics of GuideLLM's
-per-request values (TTFT, ``request_latency``, output tokens); GuideLLM's own summary is kept
+per-request values (TTFT, ``request_latency``, output tokens). GuideLLM's own summary is kept
 under ``guidellm_`` names. GuideLLM keeps no chunk gaps: ITL is not measured. The throughputs are
 GuideLLM's ``*_per_second`` means: its rate distributions are weighted by duration, so the
 mean is the successful events inside the measured window over that window, a total over the
-wall time; their other statistics are kept under ``guidellm_`` names.
+wall time. Their other statistics are kept under ``guidellm_`` names.
 """
 
 from __future__ import annotations

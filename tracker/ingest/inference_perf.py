@@ -102,7 +102,7 @@ def _mapping(body: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def _stage(source: SourceFile) -> int | None:
-    """The stage number in a ``stage_N_lifecycle_metrics.json`` file name; None for another."""
+    """The stage number in a ``stage_N_lifecycle_metrics.json`` file name, or None for another."""
     found = STAGE_FILE.search(Path(source.path).name)
     if found is None:
         return None
@@ -163,7 +163,7 @@ def _name(source: SourceFile, load: Mapping[str, Any]) -> str:
 def _records(source: SourceFile, body: Mapping[str, Any], duration_s: float,
              notes: list[str]) -> tuple[RequestRecord, ...]:
     """The report's requests from the per-request report beside it, checked against the
-    report's own count and time span; () with a note when they cannot be matched."""
+    report's own count and time span, or () with a note when they cannot be matched."""
     path = Path(source.path).with_name(PER_REQUEST)
     if not path.is_file():
         notes.append(f"no {PER_REQUEST} beside the file: no request records, and TTFT, TPOT, "
@@ -195,7 +195,7 @@ def _has_stages_before(source: SourceFile, stage: int) -> bool:
 
 
 def _stage_count(source: SourceFile, stage: int) -> int | None:
-    """An earlier stage's request count, from its report beside; None when it is missing."""
+    """An earlier stage's request count, from its report beside, or None when it is missing."""
     path = Path(source.path).with_name(f"stage_{stage}_lifecycle_metrics.json")
     if not path.is_file():
         return None
@@ -255,7 +255,7 @@ def _count(server: float | None, client: Any) -> int | None:
 
 def _window(source: SourceFile, duration_s: float, notes: list[str]) -> tuple[datetime, datetime]:
     """Wall-clock start and end from the llm-d partial reports inference-perf writes beside
-    (``inference-perf.partial.stage_N.yaml``: ``run.time``); else the file's modification time."""
+    (``inference-perf.partial.stage_N.yaml``: ``run.time``), else the file's modification time."""
     here = Path(source.path)
     stage = STAGE_FILE.search(here.name)
     pattern = f"inference-perf.partial.stage_{stage.group(1)}.yaml" if stage else \
@@ -270,7 +270,7 @@ def _window(source: SourceFile, duration_s: float, notes: list[str]) -> tuple[da
 
 
 def _run_time(path: Path) -> tuple[datetime, datetime] | None:
-    """``run.time`` of a partial report: None when it has none; a file past the YAML limits,
+    """``run.time`` of a partial report, or None when it has none. A file past the YAML limits,
     or a time out of range, is refused."""
     try:
         body = load_bounded_yaml(read_source(path).text)

@@ -4,14 +4,14 @@
 The report is a tool-neutral wrapper: ``scenario.load.standardized.tool`` names the harness that
 measured it, and the schema says the meaning of ``time_per_output_token`` and
 ``inter_token_latency`` depends on that tool. So TTFT and ``request_latency`` (E2EL) always map
-onto the tracker's names; TPOT and ITL only for a tool known to define them as the tracker does
-(vLLM's ``vllm bench serve``, and the tracker's own export); the throughputs likewise only where
-the tool's rate is the run's aggregate (completed over the wall time). Everything else is kept
-under an ``llmd_`` name. ``normalized_time_per_output_token`` includes the first token and is
-never the tracker's TPOT. Statistics in ms, s, ms/token or s/token become seconds.
+onto the tracker's names. TPOT and ITL map only for a tool known to define them as the tracker
+does (vLLM's ``vllm bench serve``, and the tracker's own export), and the throughputs likewise
+only where the tool's rate is the run's aggregate (completed over the wall time). Everything
+else is kept under an ``llmd_`` name. ``normalized_time_per_output_token`` includes the first
+token and is never the tracker's TPOT. Statistics in ms, s, ms/token or s/token become seconds.
 
 ``render_llmd_report`` writes a stored run's workload back as a v0.2 report (stats in ms, the
-tool ``tracker``); read back, it gives the same statistics.
+tool ``tracker``). Read back, it gives the same statistics.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _text(body: Mapping[str, Any], key: str) -> str | None:
 
 
 def _times(source: SourceFile, time: Mapping[str, Any]) -> tuple[datetime, datetime, list[str]]:
-    """run.time's start and end (or start + duration) as UTC; a naive time is taken as UTC."""
+    """run.time's start and end (or start + duration) as UTC. A naive time is taken as UTC."""
     start, end = _instant(source, time, "start"), _instant(source, time, "end")
     if start is None:
         raise source.fail(EXPECTED, "run.time.start is missing; the run needs its start time")
@@ -193,7 +193,7 @@ def _summary(source: SourceFile, aggregate: Mapping[str, Any], trackers: bool,
 def _latencies(source: SourceFile, latency: Mapping[str, Any], trackers: bool,
                completed: int) -> tuple[dict[str, LatencyStats | None], dict[str, float],
                                         list[str]]:
-    """The tracker's stats for the names that mean the same; the rest kept as ``llmd_*_s``."""
+    """The tracker's stats for the names that mean the same, with the rest kept as ``llmd_*_s``."""
     targets = {"time_to_first_token": "ttft", "request_latency": "e2el",
                "time_per_output_token": "tpot" if trackers else None,
                "inter_token_latency": "itl" if trackers else None,

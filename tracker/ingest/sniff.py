@@ -35,7 +35,7 @@ def _loaders() -> dict[str, Loader]:
 
 def sniff_format(source: SourceFile) -> str:
     """``vllm``, ``guidellm``, ``aiperf``, ``inference-perf``, ``llmd`` or ``tracker`` (the
-    tracker's own ``tracker.run/1`` JSON) from the file's keys; an error when none fits."""
+    tracker's own ``tracker.run/1`` JSON) from the file's keys, or an error when none fits."""
     expected = f"a result file of {', '.join(ALL_FORMATS)} (give --format to say which)"
     first = source.text.lstrip()[:1]
     if first == "{" and "\n{" in source.text.strip() and _is_jsonl(source):
@@ -82,7 +82,7 @@ def _is_jsonl(source: SourceFile) -> bool:
 
 
 def load_imported(path: str | Path, fmt: str | None = None) -> list[ImportedRun]:
-    """The runs in the result file at ``path`` (one per benchmark); ``fmt`` None: sniffed.
+    """The runs in the result file at ``path`` (one per benchmark), sniffed when ``fmt`` is None.
 
     Every run is checked (``check_imported_run``) before it is returned: a value out of any
     real range is an ``ImportFormatError`` naming the file, the value and where it is."""

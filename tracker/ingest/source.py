@@ -1,7 +1,7 @@
 """What every importer shares: the file read once (bytes, sha256, JSON), the run it becomes, and
 the one error a bad file raises.
 
-An importer maps another tool's result file onto ``tracker.results`` values; it reads the file
+An importer maps another tool's result file onto ``tracker.results`` values. It reads the file
 and nothing else (no store, no network). One ``ImportedRun`` per benchmark in the file, each with
 one workload. A value the tool defines differently from the tracker is kept under its own
 tool-prefixed name in ``ImportedRun.source_values`` (and the workload's ``params``), never under a
@@ -96,7 +96,7 @@ class ImportedRun:
 
 
 def read_source(path: str | Path) -> SourceFile:
-    """The file's bytes hashed and decoded; a missing or unreadable file, one that is not a
+    """The file's bytes hashed and decoded. A missing or unreadable file, one that is not a
     regular file (a pipe, a device) or one over ``MAX_FILE_BYTES`` is a usage error, told
     before anything is read."""
     try:
@@ -132,7 +132,8 @@ TOO_DEEP = "its JSON nests deeper than any result file does (thousands of levels
 
 
 def parse_json(source: SourceFile, expected: str) -> Any:
-    """The file's one JSON document; empty or cut short is an error naming what was expected."""
+    """The file's one JSON document. A file that is empty or cut short is an error naming what
+    was expected."""
     if not source.text.strip():
         raise source.fail(expected, "the file is empty")
     try:
@@ -163,7 +164,7 @@ def number(source: SourceFile, body: Mapping[str, Any], key: str, expected: str)
 
 
 def optional_number(body: Mapping[str, Any], key: str) -> float | None:
-    """``body[key]`` as a float; None when absent or null; a string, a container, NaN or an
+    """``body[key]`` as a float, or None when absent or null. A string, a container, NaN or an
     infinity is refused (``BadValue``): a tool writes a number or nothing."""
     value = body.get(key)
     if value is None:
@@ -208,7 +209,7 @@ def duration(where: str, seconds: float) -> timedelta:
 
 
 def count(where: str, value: float | int | None) -> int:
-    """A count (requests, tokens) within [0, MAX_COUNT]; None counts as 0."""
+    """A count (requests, tokens) within [0, MAX_COUNT]. None counts as 0."""
     if value is None:
         return 0
     if not 0 <= value <= MAX_COUNT:
@@ -217,7 +218,7 @@ def count(where: str, value: float | int | None) -> int:
 
 
 def latency_stats(count: int, values_s: Mapping[str, float | None]) -> LatencyStats | None:
-    """Stats from mean/median/std/p90/p99 in seconds; None unless all five are there."""
+    """Stats from mean/median/std/p90/p99 in seconds, or None unless all five are there."""
     names = ("mean", "median", "std", "p90", "p99")
     found = [values_s.get(name) for name in names]
     if count <= 0 or any(value is None for value in found):
@@ -236,7 +237,7 @@ def utc(value: datetime) -> datetime:
 
 
 def mapping(body: Mapping[str, Any], key: str, where: str | None = None) -> Mapping[str, Any]:
-    """``body[key]`` when it is an object; {} when absent or null; anything else (a list, a
+    """``body[key]`` when it is an object, or {} when absent or null. Anything else (a list, a
     string where an object belongs) is refused (``BadValue`` naming ``where`` or ``key``)."""
     found = body.get(key)
     if found is None:

@@ -44,7 +44,7 @@ def is_tracker_run(body: Mapping[str, Any]) -> bool:
 
 
 def load_tracker_json(source: SourceFile) -> list[ImportedRun]:
-    """One ``ImportedRun`` per workload, in the file's order; they are one run (same config,
+    """One ``ImportedRun`` per workload, in the file's order. They are one run (same config,
     suite and simulated flag), which ``tracker import`` stores as one."""
     body = require_object(source, parse_json(source, EXPECTED), EXPECTED, "schema")
     if not is_tracker_run(body):
@@ -136,7 +136,7 @@ def _summary(where: str, item: Mapping[str, Any]) -> WorkloadSummary:
 
 
 def _stats(item: Mapping[str, Any], key: str, completed: int) -> LatencyStats | None:
-    """``mean_/median_/std_/p90_/p99_{key}_ms`` in seconds; the count is the completed
+    """``mean_/median_/std_/p90_/p99_{key}_ms`` in seconds. The count is the completed
     requests' (the JSON does not keep it)."""
     values = {stat: _s(optional_number(item, f"{stat}_{key}_ms"))
               for stat in ("mean", "median", "std", "p90", "p99")}

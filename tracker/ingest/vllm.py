@@ -1,9 +1,9 @@
 """``vllm bench serve --save-result`` JSON → one tracker run (docs/import-formats.md, "vLLM").
 
 vLLM's definitions are the tracker's (the tracker's JSON keeps vLLM's keys): TTFT, TPOT per
-request, ITL per chunk gap, E2EL; milliseconds become seconds. With ``--save-detailed`` the file
+request, ITL per chunk gap, E2EL. Milliseconds become seconds. With ``--save-detailed`` the file
 has per-request arrays (``ttfts``, ``itls``, ``input_lens``, ``output_lens``, ``errors``), which
-become request records; vLLM saves no per-request start or latency, so a record's E2EL is its
+become request records. vLLM saves no per-request start or latency, so a record's E2EL is its
 TTFT plus its chunk gaps (vLLM's own latency is the last chunk's time) and ``start_s`` is 0.
 Values with no tracker meaning (goodput under vLLM's own SLOs, peak output rate) keep a
 ``vllm_`` name.
@@ -126,7 +126,7 @@ def _summary(source: SourceFile, body: Mapping[str, Any], duration_s: float,
 
 def _stats(body: Mapping[str, Any], key: str, samples: Sequence[float] | None,
            completed: int) -> LatencyStats | None:
-    """The file's own mean/median/std/p90/p99 (ms → s); a missing p90 is computed from the
+    """The file's own mean/median/std/p90/p99 (ms → s). A missing p90 is computed from the
     per-request values as vLLM computes percentiles (numpy, linear) when the file has them."""
     values = {stat: _ms(body, f"{stat}_{key}_ms") for stat in ("mean", "median", "std", "p90",
                                                                 "p99")}
@@ -155,7 +155,7 @@ def _samples(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
 
 
 def _records(source: SourceFile, body: Mapping[str, Any]) -> tuple[RequestRecord, ...]:
-    """Request records from ``--save-detailed``'s arrays; none when the file has no arrays."""
+    """Request records from ``--save-detailed``'s arrays, or none when the file has no arrays."""
     ttfts, itls = body.get("ttfts"), body.get("itls")
     if ttfts is None and itls is None:
         return ()

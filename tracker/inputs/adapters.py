@@ -2,16 +2,16 @@
 suite's workload shares its requests among them (``adapters``). Pure.
 
 A request asks for an adapter the way vLLM expects: its ``model`` field is the adapter's name
-(the name in ``--lora-modules name=path``); a workload without ``adapters`` asks for the base
+(the name in ``--lora-modules name=path``). A workload without ``adapters`` asks for the base
 model. Two ways to share the requests out, each reproducible byte for byte:
 
 - ``shares: {sql: 3, chat: 1}``: fixed shares, dealt in proportion and interleaved (smooth
-  weighted round-robin over the names in sorted order, so the YAML's key order changes nothing);
-- ``names: [a, b, c, d]`` with ``distribution: uniform`` or ``zipf`` (``zipf_s``; the first name
+  weighted round-robin over the names in sorted order, so the YAML's key order changes nothing).
+- ``names: [a, b, c, d]`` with ``distribution: uniform`` or ``zipf`` (``zipf_s``, the first name
   the most popular): seeded draws (``seed``), as traffic over many adapters arrives.
 
 The warm-up requests come first in the plan and ask for adapters too (they warm what they
-touch). ``compute_adapter_plan`` gives each request's adapter; the run splits a workload's
+touch). ``compute_adapter_plan`` gives each request's adapter. The run splits a workload's
 records by it (``tracker.load.adapter_results``).
 """
 
@@ -114,8 +114,8 @@ def compute_adapter_plan(mix: AdapterMix, total: int) -> tuple[str, ...]:
 
 
 def _deal(shares: dict[str, float], total: int) -> tuple[str, ...]:
-    """Smooth weighted round-robin: each turn every name gains its share, the one with the
-    most goes next and gives back the sum; over a cycle each name gets its share, spread out."""
+    """Smooth weighted round-robin: each turn every name gains its share, and the one with the
+    most goes next and gives back the sum. Over a cycle each name gets its share, spread out."""
     names = sorted(shares)
     weight_sum = sum(shares.values())
     current = dict.fromkeys(names, 0.0)
@@ -156,7 +156,7 @@ def check_adapter_workload(workload_name: str, source: str, mix: AdapterMix) -> 
 def check_adapters_served(workloads: Iterable[tuple[str, AdapterMix | None]],
                           lora_modules: Mapping[str, str] | None, config_path: str) -> None:
     """Refuse (``ConfigError``) a workload that asks for an adapter the config's
-    ``engine.lora_modules`` does not serve, before anything runs; a config without
+    ``engine.lora_modules`` does not serve, before anything runs. A config without
     ``lora_modules`` (an attached server that loads its adapters itself) is not checked."""
     if lora_modules is None:
         return

@@ -3,12 +3,13 @@
 A session is ``user_turns`` user messages behind one system prompt shared by every session (the
 agent's instructions and tool definitions). After each user message the agent works in rounds:
 the answer calls a tool, and the next request carries the assistant's call and the tool's
-result (``tool_result_tokens`` words), sent ``tool_latency_s`` after the answer ended; after
+result (``tool_result_tokens`` words), sent ``tool_latency_s`` after the answer ended. After
 ``tool_rounds`` rounds it answers the user, and the user's next message comes ``think_time_s``
 later. On user turn ``branches.user_turn`` a first round comes before the tools: the answer calls
 ``branches.count`` sub-agents at once, each forked from the session's context with a task of
 its own and running ``branches.turns`` requests (the task, then one per result of its own tool
-calls); the session goes on when the last of them is back, their last answers its results.
+calls). The session goes on when the last of them is back, with their last answers as its
+results.
 
 Every text is ``generate_words`` of a seed derived from the suite's seed, the workload's name,
 the session and the request's place in it (the system prompt: the suite's seed and its length
@@ -111,7 +112,7 @@ def build_agentic_traffic(source: AgenticPrompts, *, seed: int, name: str, total
 
 def iter_agentic_fields(turn: PlannedTurn) -> Iterator[tuple[object, ...] | str | None]:
     """What a turn adds to the prompts digest beyond its question, answer and length: its think
-    time, then each call (id, name, arguments, latency, result; a sub-agent's turns, nested).
+    time, then each call (id, name, arguments, latency, result, and a sub-agent's turns, nested).
     A tuple is hashed as fields, a string or None as a text (tracker.inputs.suites)."""
     yield ("agentic", turn.think_time_s, len(turn.tool_calls))
     for tool in turn.tool_calls:

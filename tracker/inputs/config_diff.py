@@ -4,7 +4,7 @@ Pure. Every leaf whose value differs is a ``Change`` at its dotted key path, sor
 set on one side only shows ``ABSENT`` on the other (rendered ``(default)``: not set, the
 engine's default applies). Redaction is built in: every string passes ``tracker.redaction``
 (a key inside a longer text becomes ``[redacted]``), and a value that still looks like a secret,
-or sits under a key that names one, comes out as ``HIDDEN``; so a diff may be printed, stored,
+or sits under a key that names one, comes out as ``HIDDEN``. So a diff may be printed, stored,
 rendered or sent as it is.
 """
 
@@ -71,7 +71,7 @@ def render_value(value: Any) -> str:
 
 def compute_config_diff(old: Mapping[str, Any], new: Mapping[str, Any], *,
                         ignore: frozenset[str] = frozenset()) -> list[Change]:
-    """Every leaf key whose value differs, sorted by path, values redacted; keys whose last
+    """Every leaf key whose value differs, sorted by path, values redacted. Keys whose last
     part is in ``ignore`` are left out."""
     before, after = flatten_paths(old), flatten_paths(new)
     changes = []
@@ -85,7 +85,7 @@ def compute_config_diff(old: Mapping[str, Any], new: Mapping[str, Any], *,
 
 
 def flatten_paths(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Every leaf by its dotted path (``engine.max_num_seqs``); an empty mapping is a leaf."""
+    """Every leaf by its dotted path (``engine.max_num_seqs``). An empty mapping is a leaf."""
     flat: dict[str, Any] = {}
     for key, value in node.items():
         path = f"{prefix}{key}"
@@ -97,7 +97,7 @@ def flatten_paths(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _shown(path: str, value: Any) -> Any:
-    """The value through the one redaction; ``HIDDEN`` where what is left still looks like a
+    """The value through the one redaction, or ``HIDDEN`` where what is left still looks like a
     secret (the config check's rule is stricter than the redaction) or the key names one."""
     if value is ABSENT:
         return value

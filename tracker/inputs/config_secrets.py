@@ -1,7 +1,7 @@
 """No secret in a serving config: a literal key or token anywhere is refused at load, with the
 file, line and key path, the value hidden, and the fix (name the variable that holds it).
 
-Split from ``tracker.inputs.configs`` (which calls ``refuse_secrets`` before validating a file);
+Split from ``tracker.inputs.configs`` (which calls ``refuse_secrets`` before validating a file).
 ``is_secret_key`` and ``looks_like_secret_value`` are also the config diff's rule for what it
 hides.
 """
@@ -42,7 +42,7 @@ def _schema_keys() -> frozenset[str]:
 
 def is_secret_key(key: str) -> bool:
     """A config key, environment variable or flag whose value would be a secret (``api_key``,
-    ``HF_TOKEN``, ``--api-key``); our own keys, tokenizers and token counts are not."""
+    ``HF_TOKEN``, ``--api-key``). Our own keys, tokenizers and token counts are not."""
     name = key.lower().lstrip("-").replace("-", "_")
     if name.removeprefix("sim_") in _schema_keys():  # our keys (prefill_s_per_token, also as
         return False                                   # the simulator's --sim-* flags) are not

@@ -1,8 +1,8 @@
-"""Serving configs: what is served, how, and with which engine args; versioned by content.
+"""Serving configs: what is served, how, and with which engine args, versioned by content.
 
 A config's version is the sha256 of its canonical form: the validated config with defaults left
 out, keys sorted, compact JSON. Key order, comments, formatting and the free-text ``description``
-do not change it; any engine arg, the target or the model does. A file is refused for a literal
+do not change it. Any engine arg, the target or the model does. A file is refused for a literal
 secret before it is validated (``tracker.inputs.config_secrets``).
 """
 
@@ -61,10 +61,10 @@ class EngineFlag:
 
 
 class EngineArgs(_Strict):
-    """vLLM engine args; ``None`` leaves the engine's own default. Unknown flags go in extra_args.
+    """vLLM engine args (``None`` leaves the engine's own default). Unknown flags go in extra_args.
 
-    The schema takes what the vLLM versions the tracker knows take (tracker.inputs.vllm_args);
-    whether the vLLM that will run the config has a flag, and takes a value, is checked against
+    The schema takes what the vLLM versions the tracker knows take (tracker.inputs.vllm_args).
+    Whether the vLLM that will run the config has a flag, and takes a value, is checked against
     that version before a run starts (tracker.targets.vllm_install)."""
 
     block_size: PositiveInt | None = None  # tokens per KV block: 1, 8 or a multiple of 16
@@ -242,7 +242,7 @@ class LaunchSettings(_Strict):
 
 
 class SimulatorSettings(_Strict):
-    """The embedded simulator's performance model (seconds per unit of work); see tracker.sim."""
+    """The embedded simulator's performance model (seconds per unit of work). See tracker.sim."""
 
     seed: int = 0
     prefill_s_per_token: NonNegativeFloat = 5e-5
@@ -320,7 +320,7 @@ class Target(_Strict):
 
 class CostSettings(_Strict):
     """What serving costs: a local server by the GPU hour (``usd_per_gpu_hour`` x ``gpus``), a
-    gateway by the token (``usd_per_1m_input_tokens``, ``usd_per_1m_output_tokens``); one kind.
+    gateway by the token (``usd_per_1m_input_tokens``, ``usd_per_1m_output_tokens``), not both.
     ``as_params`` is what the runner puts in each workload's params, where
     ``tracker.metrics.compute_cost_metrics`` finds it."""
 

@@ -3,7 +3,7 @@
 Each sampled conversation becomes a ``PlannedSession``: its system prompt and its user turns,
 each with the recorded answer (sent back as history under ``history: recorded``) and its
 ``max_tokens`` (the recorded answer's length by default). ``num_requests`` and
-``warmup_requests`` count sessions; the workload's ``concurrency`` is the sessions in flight.
+``warmup_requests`` count sessions, and the workload's ``concurrency`` is the sessions in flight.
 The load generator sends a session's turns one after another, each request carrying the whole
 history, ``think_time_s`` after the previous answer.
 

@@ -1,7 +1,7 @@
 """Reading a dataset or trace file: streamed, hashed while it is read, errors that name the place.
 
 A ``DataFile`` is read once, line by line (JSONL, CSV) or as one JSON array streamed item by item
-(ShareGPT), never whole into memory; its ``sha256`` is the digest of every byte read, complete
+(ShareGPT), never whole into memory. Its ``sha256`` is the digest of every byte read, complete
 when the reading is. Every problem is a ``ConfigError`` of one line that names the file, the line,
 the field, the bad value (short and redacted: it is outside text) and the fix.
 """
@@ -37,7 +37,7 @@ def bad_field(where: str, field: str, problem: str, value: Any, fix: str) -> Con
 
 
 class DataFile:
-    """One pass over a data file; ``sha256`` is complete once its lines or items are read."""
+    """One pass over a data file, whose ``sha256`` is complete once its lines or items are read."""
 
     def __init__(self, path: Path, what: str, key: str) -> None:
         if not path.exists():

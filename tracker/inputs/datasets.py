@@ -2,12 +2,12 @@
 
 - ``sharegpt``: one JSON array of ``{"conversations": [{"from": "human", "value": "…"},
   {"from": "gpt", "value": "…"}, …]}`` (``user``, ``assistant``, ``chatgpt``, ``bing`` and
-  ``system`` are read too, as ShareGPT dumps spell them);
+  ``system`` are read too, as ShareGPT dumps spell them).
 - ``openai-chat``: one ``{"messages": [{"role": "system"|"user"|"assistant", "content": "…"}]}``
-  a line (``content`` a string or a list of ``{"type": "text", "text": "…"}`` parts);
-- ``jsonl``: one ``{"prompt": "…", "output_tokens": N}`` a line (``output_tokens`` optional).
+  a line (``content`` is a string or a list of ``{"type": "text", "text": "…"}`` parts).
+- ``jsonl``: one ``{"prompt": "…", "output_tokens": N}`` a line (``output_tokens`` is optional).
 
-Other keys are ignored; blank lines of a JSONL file are skipped. Each record becomes a
+Other keys are ignored, and blank lines of a JSONL file are skipped. Each record becomes a
 ``DatasetItem``: its system prompt (the system messages before the first question) and its turns,
 a question with its recorded answer. Consecutive messages of one role are joined by a blank line,
 an answer before any question is dropped, and an empty message counts as absent.
@@ -137,7 +137,7 @@ def parse_prompt_line(record: Mapping[str, Any], where: str, line: int) -> Datas
 
 
 def check_text(text: str, where: str, field: str) -> str:
-    """``text`` when it is valid Unicode; a lone surrogate (a JSON ``\\ud800`` without its pair)
+    """``text`` when it is valid Unicode. A lone surrogate (a JSON ``\\ud800`` without its pair)
     cannot be sent or stored and is a ConfigError naming the place."""
     try:
         text.encode("utf-8")

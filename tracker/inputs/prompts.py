@@ -56,7 +56,7 @@ class SplitMix64:
         return z ^ (z >> 31)
 
     def below(self, n: int) -> int:
-        """A number in [0, n); the modulo bias is below 1e-16 for our small n."""
+        """A number in [0, n). The modulo bias is below 1e-16 for our small n."""
         return self.next_u64() % n
 
 

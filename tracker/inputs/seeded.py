@@ -3,7 +3,7 @@
 Both draw from ``SplitMix64`` streams seeded through ``derive_seed`` (tracker.inputs.prompts), so
 the same suite file and data file always give the same sample and the same lengths, on any
 machine. The sample is a reservoir (one pass, memory for ``count`` items only) put in a seeded
-random order; a file with fewer usable items than the workload needs is an error, never a
+random order. A file with fewer usable items than the workload needs is an error, never a
 silent repeat (a repeated prompt would be a prefix-cache hit no production sees).
 """
 

@@ -3,18 +3,19 @@
 ``prompts: {source: trace, format: sessions}`` reads a JSONL file of one object per request:
 
 - ``session_id`` (a string or an integer), ``turn`` (1, 2, ... along its line) and ``branch``
-  (absent or 0: the session's main line; ``b >= 1``: the sub-agent that a tool call with
-  ``"branch": b`` forks). A line's requests come in turn order; sessions may interleave.
+  (absent or 0 for the session's main line, ``b >= 1`` for the sub-agent that a tool call with
+  ``"branch": b`` forks). A line's requests come in turn order, and sessions may interleave.
 - ``timestamp`` (ms on the trace's clock): on the main line's turn 1 only, when the session
   starts. Every later request follows the answer before it: after ``delay_ms`` (think time) or,
   when that answer called tools, once every call is back.
 - ``system`` (text) or ``system_length`` (tokens, words generated from the suite's seed and
   ``system_id``, so sessions with the same ``system_id`` share it): main line, turn 1 only.
-- ``user`` or ``user_length``: the user's message; none: the request carries only the results
-  of the tools the turn before called (a line's turn 1 must have one: a branch's is its task).
+- ``user`` or ``user_length``: the user's message. Without one, the request carries only the
+  results of the tools the turn before called (a line's turn 1 must have one: a branch's is its
+  task).
 - ``answer`` (the recorded answer, sent back with ``history: recorded``) and ``output_length``
-  (the request's ``max_tokens`` under ``output_tokens: recorded``; the answer's word count
-  where only the answer is given; the workload's ``max_tokens`` where neither is).
+  (the request's ``max_tokens`` under ``output_tokens: recorded``). Where only the answer is
+  given, it is the answer's word count, and where neither is, the workload's ``max_tokens``.
 - ``tool_calls``: what the answer calls, each ``{"name", "arguments" (an object, or its JSON
   text), "id" (optional), "latency_ms", and "result" or "result_length", or "branch": b}``.
 

@@ -1,19 +1,19 @@
 """A workload's prompt source, as a suite file writes it (``prompts:``), validated at the boundary.
 
-- ``synthetic``: seeded words of ``input_tokens`` each, behind an optional shared system prompt;
-- ``fixed``: one prompt sent by every request;
-- ``dataset``: single-turn prompts sampled from a file (ShareGPT JSON, OpenAI chat JSONL, plain
-  JSONL; tracker.inputs.datasets);
-- ``trace``: a production trace replayed at its recorded times (Mooncake JSONL, Azure CSV;
-  tracker.inputs.traces);
-- ``conversations``: multi-turn sessions from a file (ShareGPT JSON, OpenAI chat JSONL;
-  tracker.inputs.conversations);
+- ``synthetic``: seeded words of ``input_tokens`` each, behind an optional shared system prompt.
+- ``fixed``: one prompt sent by every request.
+- ``dataset``: single-turn prompts sampled from a file (ShareGPT JSON, OpenAI chat JSONL or plain
+  JSONL, read by tracker.inputs.datasets).
+- ``trace``: a production trace replayed at its recorded times (Mooncake JSONL or Azure CSV,
+  read by tracker.inputs.traces).
+- ``conversations``: multi-turn sessions from a file (ShareGPT JSON or OpenAI chat JSONL, read
+  by tracker.inputs.conversations).
 - ``agentic``: seeded agent sessions: tool calls whose results come back after the tool's
   latency, think time, a context that grows with every result, sub-agents forked in parallel
-  from the session's context (tracker.inputs.agentic); a ``trace`` of ``format: sessions``
+  from the session's context (tracker.inputs.agentic). A ``trace`` of ``format: sessions``
   replays recorded ones at their times (tracker.inputs.session_traces).
 
-A file's ``path`` is relative to the suite file; its sha256 is part of the suite's version, and
+A file's ``path`` is relative to the suite file. Its sha256 is part of the suite's version, and
 ``sha256:`` pins it (a file with other content is refused).
 """
 
@@ -61,8 +61,8 @@ class FixedPrompt(_Strict):
 
 
 class OutputLengths(_Strict):
-    """Each request's ``max_tokens``: the ``recorded`` length (a dataset's answer, a trace's
-    output length; the workload's ``max_tokens`` where none is recorded), the workload's
+    """Each request's ``max_tokens``: the ``recorded`` length (a dataset's answer or a trace's
+    output length, or the workload's ``max_tokens`` where none is recorded), the workload's
     ``max_tokens`` for all (``fixed``), or a seeded draw: ``uniform`` in [min_tokens,
     max_tokens], or ``lognormal`` around ``median_tokens`` with shape ``sigma``, clipped to
     [min_tokens, max_tokens]. ``max_tokens`` defaults to the workload's. A plain string is the
@@ -125,8 +125,8 @@ class DatasetPrompts(_Strict):
 class TracePrompts(_Strict):
     """A trace replayed at its recorded times: a Mooncake JSONL (``hash_ids`` blocks of
     ``block_tokens``, equal ids equal content), an Azure LLM inference trace CSV, or a JSONL of
-    agentic sessions (``sessions``: each session starts at its time, its turns follow their
-    answers; ``history`` as for conversations)."""
+    agentic sessions (``sessions``: each session starts at its time and its turns follow their
+    answers, with ``history`` as for conversations)."""
 
     source: Literal["trace"]
     path: str = Field(min_length=1)
@@ -173,7 +173,7 @@ class ConversationPrompts(_Strict):
 class AgenticBranches(_Strict):
     """Sub-agents forked in parallel by the first answer to user turn ``user_turn``: each gets
     the session's context (that request and its answer) and its own task, then runs ``turns``
-    requests (the task, then one per result of its own tool calls); their last answers come back
+    requests (the task, then one per result of its own tool calls). Their last answers come back
     as the calls' results."""
 
     count: Annotated[int, Field(ge=1, le=256)]
@@ -183,11 +183,13 @@ class AgenticBranches(_Strict):
 
 
 class AgenticPrompts(_Strict):
-    """Seeded agent sessions, no data file: ``user_turns`` user messages; after each, the answer
-    calls a tool ``tool_rounds`` times in a row, each result (``tool_result_tokens`` words)
-    coming back ``tool_latency_s`` after the answer, the next request carrying it; then the
-    answer to the user, ``think_time_s`` before the next user message. Every request carries the
-    whole session: the context grows by each question, answer and result."""
+    """Seeded agent sessions, with no data file: ``user_turns`` user messages.
+
+    After each, the answer calls a tool ``tool_rounds`` times in a row. Each result
+    (``tool_result_tokens`` words) comes back ``tool_latency_s`` after the answer, and the next
+    request carries it. Then comes the answer to the user, ``think_time_s`` before the next user
+    message. Every request carries the whole session: the context grows by each question, answer
+    and result."""
 
     source: Literal["agentic"]
     system_prompt_tokens: Annotated[int, Field(ge=0, le=MAX_REQUEST_TOKENS)] = 0  # shared by all

@@ -3,14 +3,14 @@
 
 The rules are vLLM's (``vllm/config/speculative.py``, 0.32):
 
-- ``num_speculative_tokens`` > 0: how many tokens the drafter proposes per step;
-- ``ngram`` drafts from the prompt (prompt lookup): ``prompt_lookup_min`` and
-  ``prompt_lookup_max`` (each >= 1, min <= max; one given stands for both, neither means 5 and
-  5) and no ``model``;
+- ``num_speculative_tokens`` (> 0) is how many tokens the drafter proposes per step.
+- ``ngram`` drafts from the prompt (prompt lookup). It takes ``prompt_lookup_min`` and
+  ``prompt_lookup_max`` (each >= 1, min <= max, where one given stands for both and neither
+  means 5 and 5) and no ``model``.
 - ``eagle``, ``eagle3`` and ``draft_model`` need a ``model`` (the draft model, or the EAGLE
-  head); ``mtp`` uses the target model's own multi-token-prediction layers unless ``model``
-  names others;
-- the prompt-lookup window is ngram's only: vLLM zeroes it for the other methods, so a value
+  head). ``mtp`` uses the target model's own multi-token-prediction layers unless ``model``
+  names others.
+- The prompt-lookup window is ngram's only: vLLM zeroes it for the other methods, so a value
   there is a mistake and is refused.
 
 Where the tracker is stricter than vLLM, it says so: ``method`` is always given (vLLM guesses
@@ -78,7 +78,7 @@ class SpeculativeConfig(BaseModel):
     @property
     def lookup_window(self) -> tuple[int, int]:
         """ngram's (min, max) n-gram lengths as vLLM resolves them (one given stands for both,
-        neither: 5 and 5); (0, 0) for the other methods."""
+        and neither means 5 and 5), or (0, 0) for the other methods."""
         if self.method != "ngram":
             return 0, 0
         low, high = self.prompt_lookup_min, self.prompt_lookup_max

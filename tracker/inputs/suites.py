@@ -115,7 +115,7 @@ class Sweep(_Strict):
 
 
 class Workload(_Strict):
-    """One workload; its load shape is exactly one of concurrency, request_rate, stages, sweep
+    """One workload, whose load shape is exactly one of concurrency, request_rate, stages, sweep
     (a trace's is the trace itself, with an optional max_concurrency). For conversations the
     shape counts sessions: concurrency is the sessions in flight, request_rate the sessions
     started per second, and num_requests the sessions measured."""
@@ -201,9 +201,10 @@ class QualityBlock(_Strict):
     """A fixed quality set asked at temperature 0 after the workloads (tracker.quality).
 
     ``when``: ``once_per_night`` (the default) asks it once per config version and suite a UTC
-    day and lets later runs of that day reuse those answers (quality does not depend on load);
-    ``every_run`` asks it in every run. ``sample``: a seeded subset of that many items (``seed``)
-    for a cheap nightly; ``tracker gate`` asks the whole set unless ``--quality-sample``."""
+    day and lets later runs of that day reuse those answers (quality does not depend on load).
+    ``every_run`` asks it in every run. ``sample`` is a seeded subset of that many items
+    (``seed``) for a cheap nightly. ``tracker gate`` asks the whole set unless
+    ``--quality-sample``."""
 
     path: str = Field(min_length=1)  # a JSONL file, relative to the suite file
     max_tokens: RequestTokens = 32
@@ -268,7 +269,7 @@ class LoadedSuite:
 
 def generate_workload_traffic(seed: int, workload: Workload, base: Path = Path(".")
                               ) -> WorkloadTraffic:
-    """What a workload sends, warm-up first (seeded: byte-identical); a data file's path is
+    """What a workload sends, warm-up first (seeded: byte-identical). A data file's path is
     relative to ``base`` (the suite file's folder)."""
     return _generate(seed, workload, base, "prompts.path")[0]
 
@@ -330,8 +331,8 @@ def _flat(system: str | None, users: tuple[str, ...], requested: int | None) -> 
 
 def compute_prompts_digest(traffic: Mapping[str, WorkloadTraffic]) -> str:
     """sha256 over every byte a suite will send. A workload of single-turn requests that share
-    one system prompt hashes as it always has (so upgrading the tracker keeps suite versions);
-    anything richer (per-request lengths, arrivals, sessions) hashes each request's fields and
+    one system prompt hashes as it always has (so upgrading the tracker keeps suite versions).
+    Anything richer (per-request lengths, arrivals, sessions) hashes each request's fields and
     texts in turn (streamed: a trace's hundred megabytes are never one string)."""
     digest = hashlib.sha256()
     for name, item in traffic.items():

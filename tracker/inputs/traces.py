@@ -8,12 +8,12 @@
   longer than its blocks ends with words of its own. A row with more ids than its
   ``input_length`` fills is refused (the block size is wrong).
 - ``azure``: the Azure LLM inference trace CSV, a header naming ``TIMESTAMP, ContextTokens,
-  GeneratedTokens`` (other columns ignored); ``TIMESTAMP`` a date-time (``2023-11-16
+  GeneratedTokens`` (other columns ignored). ``TIMESTAMP`` is a date-time (``2023-11-16
   18:15:46.6805900``, UTC unless it says otherwise) or seconds. Rows share no content.
 
 - ``sessions``: agentic sessions, one request a line (tracker.inputs.session_traces).
 
-Rows must be in time order. The replay starts ``start_offset_s`` into the trace; the first
+Rows must be in time order. The replay starts ``start_offset_s`` into the trace. The first
 ``warmup_requests`` rows there are the warm-up (sent first, untimed), the next ``num_requests``
 are measured, each planned at ``arrival_s`` = its time after the first measured row's, times
 ``time_scale``. A trace shorter than that is an error that says how many rows it has.
@@ -123,7 +123,7 @@ def _azure_int(text: str, where: str, field: str) -> int:
 
 
 def _csv_rows(reader: Any, file: DataFile) -> Iterator[list[str]]:
-    """The reader's rows; a row the csv module refuses (a cell over its 128 KiB limit, a NUL)
+    """The reader's rows. A row the csv module refuses (a cell over its 128 KiB limit, a NUL)
     is a ConfigError naming the line."""
     while True:
         try:
@@ -159,7 +159,7 @@ def read_azure(file: DataFile) -> Iterator[TraceRow]:
 
 
 def read_trace(file: DataFile, source: TracePrompts) -> Iterator[TraceRow]:
-    """The rows in file order; a row earlier than the one before it is a ConfigError."""
+    """The rows in file order. A row earlier than the one before it is a ConfigError."""
     rows = read_mooncake(file, source.block_tokens) if source.format == "mooncake" \
         else read_azure(file)
     field = "timestamp" if source.format == "mooncake" else "TIMESTAMP"
@@ -176,7 +176,7 @@ def read_trace(file: DataFile, source: TracePrompts) -> Iterator[TraceRow]:
 
 def select_rows(rows: Iterator[TraceRow], source: TracePrompts, total: int,
                 where: str) -> list[TraceRow]:
-    """The ``total`` rows from ``start_offset_s`` on; reads the whole file (every row is
+    """The ``total`` rows from ``start_offset_s`` on. It reads the whole file (every row is
     checked, and the file's sha256 needs every byte)."""
     chosen: list[TraceRow] = []
     first: int | None = None
@@ -199,7 +199,7 @@ def select_rows(rows: Iterator[TraceRow], source: TracePrompts, total: int,
 def build_trace_prompts(rows: Sequence[TraceRow], seed: int, name: str,
                         block_tokens: int) -> list[str]:
     """Each row's prompt of exactly ``input_tokens`` words: its hash ids' blocks (equal ids,
-    equal text; the last cut to fit), then words of its own (the one place a trace prompt is
+    equal text, and the last cut to fit), then words of its own (the one place a trace prompt is
     made, so an exact-length tokenizer can replace it)."""
     from tracker.inputs.word_text import compute_keyed_seeds, generate_word_runs
 
@@ -242,7 +242,7 @@ def _check_span(file: DataFile, measured: Sequence[TraceRow], origin_us: int,
 
 def build_trace_traffic(file: DataFile, source: TracePrompts, *, seed: int, name: str,
                         warmup: int, total: int, max_tokens: int) -> WorkloadTraffic:
-    """``total`` requests (the first ``warmup`` untimed) at the trace's times; a session
+    """``total`` requests (the first ``warmup`` untimed) at the trace's times, or a session
     trace's ``total`` sessions."""
     if source.format == "sessions":
         from tracker.inputs.session_traces import build_session_trace_traffic

@@ -5,17 +5,18 @@ conversations) is turned into one of two shapes, both pure values:
 
 - ``PlannedRequest``s, one per request (warm-up first): the messages to send, an optional
   per-request ``max_tokens`` (a dataset's recorded answer length, a trace's output length) and,
-  for a trace, the planned start on the trace's clock (``arrival_s``, after time scaling);
+  for a trace, the planned start on the trace's clock (``arrival_s``, after time scaling).
 - ``PlannedSession``s: a conversation's user turns, sent one after another by the load generator,
   each request carrying the whole history. The history's assistant turns are the model's live
   answers (``history: live``, what production does) or the recorded ones (``history: recorded``,
-  byte-identical requests every night); ``think_time_s`` passes between an answer and the next turn.
-  An agentic session's answer may call tools (``PlannedToolCall``): the next request carries the
-  assistant's tool calls and each tool's result, sent after the tool's latency; a call may be a
-  sub-agent, a branch of turns forked from the session's context, run in parallel with the other
-  calls, whose last answer is its result (tracker.load.session_steps lays the requests out).
+  byte-identical requests every night). ``think_time_s`` passes between an answer and the next
+  turn. An agentic session's answer may call tools (``PlannedToolCall``): the next request
+  carries the assistant's tool calls and each tool's result, sent after the tool's latency. A
+  call may be a sub-agent, a branch of turns forked from the session's context, run in parallel
+  with the other calls, whose last answer is its result (tracker.load.session_steps lays the
+  requests out).
 
-The load generator (``tracker.load``) builds request bodies from these; the simulator and real
+The load generator (``tracker.load``) builds request bodies from these, and the simulator and real
 engines see the same bytes. ``requested_input_tokens`` is what the suite asked for in the tokenizer
 it was built with (``tokenizer`` names it: ``words`` for the tracker's own, or the target's), so a
 run can record it beside the server's ``usage.prompt_tokens``.
@@ -62,9 +63,9 @@ class PlannedRequest:
 @dataclass(frozen=True, slots=True)
 class PlannedTurn:
     """One request of a session: the user's message (None: the request carries only the results
-    of the tools the turn before called), the recorded answer and its length; ``tool_calls``: the
-    tools the answer calls (their results go into the next turn); ``think_time_s``: the wait
-    after the answer before, when that answer called no tools (None: the workload's)."""
+    of the tools the turn before called), the recorded answer and its length. ``tool_calls`` are
+    the tools the answer calls (their results go into the next turn). ``think_time_s`` is the
+    wait after the answer before, when that answer called no tools (None: the workload's)."""
 
     user: str | None
     recorded_answer: str | None = None  # the dataset's assistant turn (history: recorded)
@@ -76,9 +77,10 @@ class PlannedTurn:
 @dataclass(frozen=True, slots=True)
 class PlannedToolCall:
     """A tool the answer of a turn calls: a plain tool's ``result`` comes back ``latency_s`` after
-    the answer ended; a sub-agent (``branch``: its turns) is forked then, ``latency_s`` after it,
+    the answer ended. A sub-agent (``branch``: its turns) is forked then, ``latency_s`` after it,
     from the session's context (the request of the calling turn and its answer), and its last
-    answer is the result. A turn's calls run in parallel; the next turn waits for all of them."""
+    answer is the result. A turn's calls run in parallel, and the next turn waits for all of
+    them."""
 
     call: ToolCall
     result: str | None = None  # None exactly for a sub-agent
@@ -88,8 +90,10 @@ class PlannedToolCall:
 
 @dataclass(frozen=True, slots=True)
 class PlannedSession:
-    """A conversation sent turn by turn; ``system`` opens every request of it. ``arrival_s``: a
-    session trace's planned start, s after the first measured session's (None: the shape's)."""
+    """A conversation sent turn by turn, with ``system`` opening every request of it.
+
+    ``arrival_s`` is a session trace's planned start, in s after the first measured session's
+    (None: the shape's)."""
 
     turns: tuple[PlannedTurn, ...]
     system: str | None = None

@@ -6,10 +6,10 @@ choices of those that have them, and what its CPU build's attention backend refu
 since the versions the tracker's configs were first written for are listed with the release that
 removed them and what replaces them, so a retired flag is named as such for any later version,
 known or not. Which vLLM a config targets (the installation its launch command runs, or an
-attached server's ``/version``) is found by ``tracker.targets.vllm_install``; a version the table
+attached server's ``/version``) is found by ``tracker.targets.vllm_install``. A version the table
 does not know has its flags read from its installation there.
 
-The 0.32.0 entry was read from the installation's own argparse (``vllm serve``'s parser);
+The 0.32.0 entry was read from the installation's own argparse (``vllm serve``'s parser).
 ``tests/targets/test_vllm_install.py`` compares it with the installation built by
 ``bench/vllm_server.py`` so that it cannot drift, and
 ``python -m tracker.targets.vllm_install PATH/TO/bin/vllm`` prints the entry of another one.
@@ -53,8 +53,8 @@ class Retired:
 @dataclass(frozen=True, slots=True)
 class VllmTarget:
     """The vLLM a config will run on: its version as its installation or server states it
-    (``0.32.0+cpu``), where that was read, and its flags when known (None: neither in the table
-    nor read from the installation; then only retired flags are checked)."""
+    (``0.32.0+cpu``), where that was read, and its flags when known (None when neither in the
+    table nor read from the installation, and then only retired flags are checked)."""
 
     version: str
     source: str  # e.g. "the installation launch.command runs: /opt/vllm/bin/vllm"
@@ -73,7 +73,7 @@ _RELEASE = re.compile(r"^v?(\d+(?:\.\d+)*)")
 
 
 def parse_release(version: str) -> tuple[int, ...] | None:
-    """``0.32.0+cpu`` → (0, 32, 0); None for text that is not a version."""
+    """The release numbers: ``0.32.0+cpu`` → (0, 32, 0), or None for text that is not a version."""
     match = _RELEASE.match(version.strip())
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
@@ -304,7 +304,7 @@ def find_known(version: str) -> VllmFlags | None:
 
 def check_engine_args(engine: EngineArgs, target: VllmTarget, path: str) -> None:
     """Refuse (``ConfigError``) a flag ``target`` does not have, a value outside its choices and
-    a block size its CPU backend refuses; the message names the field, the value, the version
+    a block size its CPU backend refuses. The message names the field, the value, the version
     and the fix."""
     for item in engine.flag_items():
         if item.flags:

@@ -3,7 +3,7 @@
 ``generate_words(seed, count)`` draws ``count`` words from a SplitMix64 stream in Python (about a
 microsecond a word). A trace of 10,000 rows needs millions of words, so here the streams of a
 whole batch of seeds are computed as uint64 arrays (SplitMix64's arithmetic wraps modulo 2**64
-exactly as numpy's uint64 does), giving byte-identical text; a test compares the two.
+exactly as numpy's uint64 does), giving byte-identical text. A test compares the two.
 
 Keyed seeds (a hash id's, a trace row's) are the outputs of one SplitMix64 stream: key ``k`` of
 ``base`` is the stream's output number ``k + 1``, distinct for distinct keys (the mix is a
@@ -58,7 +58,7 @@ def compute_word_indices(seeds: U64, counts: npt.NDArray[np.int64]) -> U64:
 def generate_word_runs(seeds: Sequence[int] | U64, counts: Sequence[int],
                        cuts: Mapping[int, Collection[int]] | None = None
                        ) -> tuple[list[str], dict[tuple[int, int], str]]:
-    """For each i, ``generate_words(seeds[i], counts[i])``; and for each k in ``cuts[i]`` its
+    """For each i, ``generate_words(seeds[i], counts[i])``, and for each k in ``cuts[i]`` its
     first k words (``generate_words(seeds[i], k)``), keyed (i, k)."""
     seed_array = np.asarray(seeds, dtype=np.uint64)
     count_array = np.maximum(np.asarray(counts, dtype=np.int64), 0)

@@ -1,7 +1,7 @@
 """The tracker's own word tokenizer: one token per word, CJK character or punctuation mark.
 
 Real tokenizers cannot be downloaded here, so synthetic prompts are built from common English
-words, which are one token each in the BPE vocabularies of current models; a real server's
+words, which are one token each in the BPE vocabularies of current models. A real server's
 ``usage.prompt_tokens`` is recorded whenever it reports one. The simulator counts with this.
 """
 

@@ -27,7 +27,7 @@ MAX_YAML_NODES = 20_000  # values (keys, items, scalars) with every alias expand
 
 
 class YamlLimitError(Exception):
-    """A limit crossed or a value unreadable; ``line`` is 1-based, or None for the whole file."""
+    """A limit crossed or a value unreadable. ``line`` is 1-based, or None for the whole file."""
 
     def __init__(self, message: str, line: int | None) -> None:
         super().__init__(message)
@@ -35,7 +35,7 @@ class YamlLimitError(Exception):
 
 
 def read_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], dict[Loc, int]]:
-    """Parse ``path`` as a YAML mapping; return it and the line number of every key path."""
+    """Parse ``path`` as a YAML mapping and return it with the line number of every key path."""
     text = _read_text(path, what)
     try:
         node, data = parse_yaml(text)
@@ -61,7 +61,7 @@ def read_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], dict[Loc, 
 def load_bounded_yaml(text: str) -> Any:
     """One YAML document from outside (another tool's report), within the same limits as a
     config: size, depth, values with aliases expanded. Raises ``YamlLimitError`` (with the
-    line where known) for a limit crossed and for invalid YAML; the caller names the file.
+    line where known) for a limit crossed and for invalid YAML. The caller names the file.
     Every YAML the tracker reads goes through here or ``read_yaml_mapping``."""
     if len(text) > MAX_YAML_BYTES:
         raise YamlLimitError(f"{len(text)} characters of YAML, over the limit of "
@@ -162,7 +162,7 @@ if yaml.__with_libyaml__:  # libyaml parses in C, ~10x faster; the composer abov
     from yaml._yaml import CParser
 
     class _LibyamlLoader(_Limits, CParser):
-        """libyaml's parser; composing and constructing stay in Python, within the limits."""
+        """libyaml's parser, with composing and constructing kept in Python, within the limits."""
 
         def __init__(self, text: str) -> None:
             CParser.__init__(self, text)

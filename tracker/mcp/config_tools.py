@@ -1,6 +1,6 @@
 """A config: its stored versions, and the one config diff between any two.
 
-A version is the sha256 of the config's canonical form (``tracker.inputs.configs``); the store
+A version is the sha256 of the config's canonical form (``tracker.inputs.configs``). The store
 keeps each version's canonical body, which holds no secret (a config names variables, never
 values), and the diff passes the redaction besides (``tracker.inputs.config_diff``).
 """

@@ -2,8 +2,8 @@
 
 One ``ToolContext`` per call: the engine and URL are the server's, ``writes_allowed`` is the
 ``--allow-writes`` flag, and ``viewer`` is who a triage is recorded as (``local:<user>`` on stdio
-and on a loopback address, the trusted proxy's user header otherwise; None when the request does
-not say, and then a triage is refused).
+and on a loopback address, the trusted proxy's user header otherwise). ``viewer`` is None when
+the request does not say, and then a triage is refused.
 """
 
 from __future__ import annotations

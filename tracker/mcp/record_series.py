@@ -32,7 +32,7 @@ class RecordSeries:
         self._bodies: dict[str, dict[str, Mapping[str, Any]]] = {}
 
     def points(self, key: SeriesKey) -> list[SeriesPoint]:
-        """The series' points, oldest first; their bodies and environments are left empty."""
+        """The series' points, oldest first. Their bodies and environments are left empty."""
         group = (key.config_name, key.suite_name, key.metric)
         if group not in self._series:
             self._series[group] = self._read(group)

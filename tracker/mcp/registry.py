@@ -35,7 +35,7 @@ Handler = Callable[[ToolContext, Any], Mapping[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One tool; ``writes``: it changes the store (queues work, triages), so it is refused
+    """One tool. ``writes`` means it changes the store (queues work, triages), so it is refused
     unless the server was started with ``--allow-writes``."""
 
     name: str

@@ -1,7 +1,7 @@
 """What regressed: the regression records the nightly watch stored, as the analysis judged them.
 
 A record exists only where the nightly monitor's test found a step that persists (a change point,
-not noise at its false-alarm rate); it carries the two levels (the last good config version's runs
+not noise at its false-alarm rate). It carries the two levels (the last good config version's runs
 against the runs since), the relative change with its interval, the direction, the attribution the
 watch wrote, and its triage. Here each record also gets its change point's place in the series
 and, when it sits on a config-version boundary (the attribution's window), the one config diff
@@ -126,7 +126,7 @@ def change_point_json(record: RegressionRecord, points: Sequence[SeriesPoint], i
 def boundary_diff(config: str, points: Sequence[SeriesPoint], index: int,
                   series: RecordSeries) -> dict[str, Any] | None:
     """The config diff at the version boundary the change point sits on (within the
-    attribution's window); None when no single version change is there."""
+    attribution's window), or None when no single version change is there."""
     boundary = find_boundary(points, index) if 0 < index < len(points) else None
     if boundary is None:
         return None

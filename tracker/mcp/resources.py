@@ -54,7 +54,7 @@ def first_line(page: Path) -> str:
 
 
 def read_resource(uri: str, docs: Path | None = None) -> tuple[str, str]:
-    """(the text, its MIME type) of ``uri``; NotFoundError names the ones there are."""
+    """The text and MIME type of ``uri``. NotFoundError names the ones there are."""
     if uri == METRICS_URI:
         return json.dumps(to_json(registry_json()), ensure_ascii=False, indent=1), \
             "application/json"

@@ -4,7 +4,7 @@ The series is the watch's own (``fetch_metric_series``: the completed runs of th
 gate's, a bisection's and imported runs left out), so a point's ``index`` is the one a
 regression record's ``location_index`` counts in. Its change points are the records the watch
 stored, then the detector's own reading of the whole series (``detect_change_points``, as the
-dashboard's Trends draws them) where no record sits within the monitor's tolerance; a version
+dashboard's Trends draws them) where no record sits within the monitor's tolerance. A version
 boundary is the first run of a new config version, with the config diff from the one before.
 """
 

@@ -3,7 +3,7 @@
 Built on the SDK's low-level ``Server`` so that every call takes one path
 (``tracker.mcp.registry.answer_call``): arguments validated by the tool's own model, the store
 read in a worker thread, the answer redacted, an error answered in one line. A tool name the
-server does not have is a protocol error (-32602) that lists the names it has; so is a resource
+server does not have is a protocol error (-32602) that lists the names it has. So is a resource
 it does not have.
 """
 
@@ -79,7 +79,7 @@ class Viewers:
 
 
 def build_server(context: ToolContext, viewers: Viewers | None = None) -> Server[Any]:
-    """The server over ``context``'s store; ``viewers`` says who each request is."""
+    """The server over ``context``'s store. ``viewers`` says who each request is."""
     specs = {spec.name: spec for spec in TOOLS}
     who = viewers or Viewers()
 

@@ -3,7 +3,7 @@
 ``to_json`` is the one exit: every answer passes it, so every string (keys included) goes through
 the one redaction (``tracker.redaction``), times become ISO 8601 in UTC, and a value that is not a
 number (NaN, infinity) becomes ``null`` (not measured), never a stand-in. Values stay in the
-metric registry's SI units (seconds, bytes, tokens/s) and travel with their unit; ``shown`` is the
+metric registry's SI units (seconds, bytes, tokens/s) and travel with their unit. ``shown`` is the
 same value as the gate's report writes it (``483.68 ms``), for a human-readable line.
 """
 
@@ -52,7 +52,7 @@ def short(version: str) -> str:
 
 
 def metric_json(name: str) -> dict[str, Any]:
-    """A metric's unit, direction and definition (the registry's); unknown names say so."""
+    """A metric's unit, direction and definition (the registry's). Unknown names say so."""
     metric = REGISTRY.get(name)
     if metric is None:
         return {"name": name, "unit": None, "direction": None,
@@ -80,6 +80,6 @@ def percent(fraction: float | None) -> str | None:
 
 def changes_json(changes: Sequence[Change]) -> list[dict[str, Any]]:
     """The one config diff's changes: the key, what happened to it, the values either side
-    (``(default)``: not set; ``(hidden)``: looks like a secret)."""
+    (``(default)`` when not set, ``(hidden)`` when it looks like a secret)."""
     return [{"path": change.path, "kind": change.kind.value, "old": change.old,
              "new": change.new} for change in changes]

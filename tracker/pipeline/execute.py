@@ -1,6 +1,6 @@
 """Wiring: load the inputs, open the store, run the suite, read the stored run back.
 
-The runner measures and the store keeps; this module connects them and nothing else.
+The runner measures and the store keeps. This module connects them and nothing else.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ R = TypeVar("R")
 
 def _retried_when_locked(method: Callable[Concatenate[Sink, P], R]
                          ) -> Callable[Concatenate[Sink, P], R]:
-    """A write that is retried while the database is locked, up to the busy timeout; a lock
+    """A write that is retried while the database is locked, up to the busy timeout. A lock
     held longer is raised, and raised again at once if the write is asked for again."""
 
     def write(self: Sink, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -98,7 +98,7 @@ def _kept_when_locked(method: Callable[Concatenate[Sink, P], None]
 def _stored_after_lock(method: Callable[[Sink, RunStatus, str | None, datetime], None]
                        ) -> Callable[[Sink, RunStatus, str | None, datetime], None]:
     """The final status, retried until a lock is gone (``LOCKED_FINAL_WAIT_S`` at most). A run
-    cut short by a lock gets its kept writes first and ends ``partial``; the lock is then
+    cut short by a lock gets its kept writes first and ends ``partial``. The lock is then
     raised, saying what was kept."""
 
     def write(self: Sink, status: RunStatus, reason: str | None, ended_at: datetime) -> None:
@@ -168,7 +168,8 @@ class StoreSink:
 
     def fetch_reusable_quality(self, quality_set: QualitySet) -> QualityResult | None:
         """Tonight's answers to these items by this config version and suite, as this run's
-        (``reused_from_run_id`` names the run that asked them); None: none to reuse."""
+        (``reused_from_run_id`` names the run that asked them), or None when there are none to
+        reuse."""
         with Session(self.engine) as session:
             found = find_quality_to_reuse(session, self._run_id(), quality_set.version)
             result = None if found is None else fetch_quality(session, found)
@@ -221,10 +222,11 @@ def execute_suite(engine: Engine, config: LoadedConfig, suite: LoadedSuite,
                   telemetry: TelemetrySettings | None = None, *,
                   run_ordinal: int | None = None, quality_whole: bool = False,
                   origin: RunOrigin | None = None) -> RunResult:
-    """Run one suite against one config and return the run as stored (``run_ordinal``: see
-    ``tracker.targets.resolve.open_target``; ``quality_whole``: the whole quality set, not the
-    suite's sample, as a gate asks it; ``origin``: a gate's or a bisection's run, kept apart
-    from the config's history)."""
+    """Run one suite against one config and return the run as stored.
+
+    ``run_ordinal`` is as in ``tracker.targets.resolve.open_target``. ``quality_whole`` asks the
+    whole quality set, not the suite's sample, as a gate asks it. ``origin`` marks a gate's or a
+    bisection's run, kept apart from the config's history."""
     check_target_inputs(config)  # a missing key or variable fails here, before a run is recorded
     check_vllm_engine(config)  # so does a flag or value the vLLM that will run it refuses
     config_version_id, suite_id = register_inputs(engine, config, suite)

@@ -5,8 +5,8 @@ Wiring between the store and ``tracker.analysis``: read the series, replay it th
 store each alert that has no record yet, with its size (``compute_change_size``: the last good
 config version's runs against the runs since, by the comparison over runs) and what changed
 around it (``compute_attribution``). A change whose levels are equal or whose size reads 0.0 %
-is not stored; a change in the better direction is stored as an improvement, not an open
-regression. The caller owns the transaction; the scheduler calls this after each nightly run.
+is not stored. A change in the better direction is stored as an improvement, not an open
+regression. The caller owns the transaction. The scheduler calls this after each nightly run.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def compute_alerts(values: list[float], monitor: ChangeMonitor | None = None) ->
 
 
 def _regressed(metric: str, point: ChangePoint | ChangeSize) -> bool | None:
-    """Whether the step went the metric's bad way; from the levels themselves, so a step from 0
-    (preemptions 0 -> 12, whose relative change is undefined) still has a direction."""
+    """Whether the step went the metric's bad way, judged from the levels themselves, so a step
+    from 0 (preemptions 0 -> 12, whose relative change is undefined) still has a direction."""
     found = REGISTRY.get(metric)
     if found is None or point.after == point.before:
         return None
@@ -75,7 +75,7 @@ def _regressed(metric: str, point: ChangePoint | ChangeSize) -> bool | None:
 
 
 def _metric(name: str) -> Metric:
-    """The registry's metric; a name it does not know is sized as lower-is-better (the
+    """The registry's metric. A name it does not know is sized as lower-is-better (the
     direction changes no estimate, only the p-values the size does not keep)."""
     return REGISTRY.get(name) or Metric(name, "", Direction.LOWER_IS_BETTER, "not in the registry")
 
@@ -96,8 +96,8 @@ def _monitor(metric: str) -> ChangeMonitor:
 
 
 def _neighbours(bounds: list[int], index: int, count: int, tolerance: int) -> tuple[int, int]:
-    """The change points before and after ``index`` (0 and ``count`` where there are none);
-    one within ``tolerance`` of it is the same change."""
+    """The change points before and after ``index`` (0 and ``count`` where there are none).
+    One within ``tolerance`` of it is the same change."""
     before = max((b for b in bounds if b < index - tolerance), default=0)
     after = min((b for b in bounds if b > index + tolerance), default=count)
     return before, after

@@ -1,7 +1,7 @@
 """Render a config diff (``tracker.inputs.config_diff``): plain text lines for a terminal or a
 hover, and a Markdown table for a PR comment.
 
-The values were redacted by the diff; here they are only laid out. In Markdown every key and
+The values were redacted by the diff. Here they are only laid out. In Markdown every key and
 value is a code span fenced by more backticks than it holds, on one line, with its pipes escaped,
 so a value shows as the characters it is and never as markup or a broken table.
 """
@@ -18,7 +18,8 @@ _BACKTICKS = re.compile(r"`+")
 
 
 def render_diff_lines(changes: Sequence[Change], limit: int | None = None) -> list[str]:
-    """``path: old → new`` per change; with ``limit``, at most that many and a count of the rest."""
+    """One ``path: old → new`` line per change. With ``limit``, at most that many are given,
+    and a count of the rest."""
     shown = changes if limit is None else changes[:limit]
     lines = [change.render() for change in shown]
     if len(changes) > len(shown):
@@ -41,7 +42,7 @@ def render_diff_text(base_title: str, head_title: str, changes: Sequence[Change]
 
 
 def render_diff_markdown(changes: Sequence[Change]) -> str:
-    """A Markdown table ``key | base | head``; the markers (default) and (hidden) as words."""
+    """A Markdown table ``key | base | head``, with the markers (default) and (hidden) as words."""
     if not changes:
         return "No difference in the config (same canonical form)."
     rows = ["| key | base | head |", "|---|---|---|"]

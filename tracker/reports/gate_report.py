@@ -57,7 +57,7 @@ def render_value(value: float | None, unit: str) -> str:
 
 def render_memory_line(result: GateResult) -> str | None:
     """"**GPU memory** (peak per GPU, from NVML): single-user 72.00 GiB → 76.00 GiB (+4.00 GiB,
-    ❌ regression) · ..."; None when no row has memory."""
+    ❌ regression) · ...", or None when no row has memory."""
     rows = [row for row in result.rows if row.metric == MEMORY_METRIC.name]
     if not rows:
         return None
@@ -82,7 +82,7 @@ def render_memory_line(result: GateResult) -> str | None:
 
 def render_client_line(result: GateResult) -> str | None:
     """"**Client-bound runs** (judged with their timing error): chat: 4 of 6 base runs
-    client-bound (starved: …)", one entry a workload; None when no run was client-bound."""
+    client-bound (starved: …)", one entry a workload, or None when no run was client-bound."""
     notes = dict.fromkeys((row.workload, row.client_note) for row in result.rows
                           if row.client_note)
     if not notes:
@@ -95,7 +95,7 @@ def render_client_line(result: GateResult) -> str | None:
 def render_warnings_line(result: GateResult,
                          warnings: Mapping[int, Sequence[str]] | None) -> str | None:
     """"**Server checks** (where a run's server contradicts its config): engine.block_size: …
-    (base runs 3, 4)", one entry a distinct warning; None when no run of the gate has one."""
+    (base runs 3, 4)", one entry a distinct warning, or None when no run of the gate has one."""
     if not warnings:
         return None
     sides: dict[str, list[str]] = {}
@@ -127,8 +127,8 @@ def render_verdict(verdict: Verdict) -> str:
 
 def render_row_verdict(row: GateRow) -> str:
     """The verdict as the gate takes it: a regression on its own that the gate's one
-    false-alarm budget does not keep is shown as such, never as a failure; a change a config
-    field asks for is "as configured"; one within the client's timing error could not be
+    false-alarm budget does not keep is shown as such, never as a failure. A change a config
+    field asks for is "as configured", and one within the client's timing error could not be
     measured."""
     assert row.verdict is not None
     if row.as_configured is not None:
@@ -173,7 +173,7 @@ def _table_row(row: GateRow) -> str:
 
 def render_gate_markdown(result: GateResult, bisect: BisectResult | None = None,
                          warnings: Mapping[int, Sequence[str]] | None = None) -> str:
-    """The PR comment; ``warnings``: the runs' server-check warnings by run id
+    """The PR comment. ``warnings`` holds the runs' server-check warnings by run id
     (``tracker.store.runs.fetch_run_warnings``)."""
     order = "interleaved base/head" if result.interleaved else "stored runs"
     runs = (f"base runs {', '.join(map(str, result.base_run_ids))} · head runs "
@@ -303,9 +303,10 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 def render_gate_json(result: GateResult, bisect: BisectResult | None = None,
                      warnings: Mapping[int, Sequence[str]] | None = None) -> dict[str, Any]:
-    """The JSON verdict; values in the metric's SI unit (seconds, req/s, tokens/s); with a
-    bisection, its culprits under ``bisect``; ``warnings``: each run's server-check warnings
-    by run id (``run_warnings``)."""
+    """The JSON verdict, with values in the metric's SI unit (seconds, req/s, tokens/s).
+
+    With a bisection, its culprits are under ``bisect``. ``warnings`` holds each run's
+    server-check warnings by run id (``run_warnings``)."""
     verdict = {
         "schema": JSON_SCHEMA,
         "outcome": result.outcome.value,

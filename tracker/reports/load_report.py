@@ -1,7 +1,7 @@
 """The load generator's part of the result JSON and of the terminal text (an edge: ms here).
 
 Keys follow ``vllm bench serve`` where it has one (``request_rate``, ``burstiness``,
-``max_concurrency``, ``request_goodput``); the scheduled latencies use its key pattern
+``max_concurrency``, ``request_goodput``). The scheduled latencies use its key pattern
 (``mean_scheduled_ttft_ms``).
 """
 
@@ -126,8 +126,8 @@ def render_load_json(result: WorkloadResult) -> dict[str, Any]:
 
 
 def render_sessions_json(result: WorkloadResult) -> dict[str, Any]:
-    """A multi-turn workload's conversations and its summary per turn number (from its records;
-    a derived ``/turn-1`` or ``/turns-2+`` result names the workload it was split from)."""
+    """A multi-turn workload's conversations and its summary per turn number (from its records,
+    where a derived ``/turn-1`` or ``/turns-2+`` result names the workload it was split from)."""
     s, sessions = result.summary, dict(result.params["load"]["sessions"])
     records = result.records
     ended = {r.session for r in records if not r.ok and r.session is not None}

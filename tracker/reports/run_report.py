@@ -91,7 +91,7 @@ def render_workload_json(result: WorkloadResult) -> dict[str, Any]:
 
 
 def render_cost_json(result: WorkloadResult) -> dict[str, Any] | None:
-    """The workload's prices and cost per million tokens; None when its config set no price."""
+    """The workload's prices and cost per million tokens, or None when its config set no price."""
     prices = result.params.get("cost")
     if not isinstance(prices, Mapping):
         return None
@@ -220,7 +220,7 @@ def render_run_text(run: RunResult) -> str:
 
 
 def render_source_line(environment: Mapping[str, Any]) -> str | None:
-    """Where an imported run came from (``tracker import``); None for a run measured here."""
+    """Where an imported run came from (``tracker import``), or None for a run measured here."""
     source = environment.get(IMPORT_KEY)
     if not isinstance(source, Mapping):
         return None

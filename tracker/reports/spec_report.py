@@ -1,9 +1,9 @@
 """Speculative decoding in the gate's report: each workload's acceptance before and after, and
 whether it is what moved the TPOT.
 
-The verdicts are the analysis' (the acceptance rows and the TPOT rows of the gate); this module
+The verdicts are the analysis' (the acceptance rows and the TPOT rows of the gate). This module
 only puts them side by side. A workload whose TPOT regressed while its acceptance rate regressed
-names the drafts' acceptance as the cause; one whose TPOT regressed while the acceptance held
+names the drafts' acceptance as the cause. One whose TPOT regressed while the acceptance held
 says the cause is elsewhere. The config changes under ``engine.speculative_config`` are shown
 with it.
 """
@@ -33,7 +33,7 @@ class AcceptanceChange:
 
     @property
     def cause(self) -> str | None:
-        """What the two verdicts say together; None when the TPOT did not regress."""
+        """What the two verdicts say together, or None when the TPOT did not regress."""
         if not self.tpot_regressed:
             return None
         tpot = ", ".join(self.tpot_regressed)
@@ -74,7 +74,7 @@ def _spec_changes(result: GateResult) -> list[str]:
 def render_speculative_line(result: GateResult) -> str | None:
     """"**Speculative decoding** (…, base → head): chat: acceptance rate 62.0% → 9.8%, mean
     acceptance length 3.48 → 1.39 tokens; TPOT median regressed as the acceptance rate fell: …
-    · config: engine.speculative_config.method: eagle3 → ngram"; None when no workload has
+    · config: engine.speculative_config.method: eagle3 → ngram", or None when no workload has
     acceptance rows."""
     changes = compute_acceptance_changes(result)
     if not changes:

@@ -145,7 +145,7 @@ def _server_line(run: RunResult) -> str:
 
 def _acceptance(server: Mapping[str, Any]) -> str:
     """``, spec-decode acceptance 62.0% (mean length 3.48 tokens; by position 85%, 70%)``
-    where the server drafts (vLLM's counters); empty where it does not."""
+    where the server drafts (vLLM's counters), and empty where it does not."""
     rate, length = server.get(RATE_KEY), server.get(LENGTH_KEY)
     if not isinstance(rate, float):
         return ""
@@ -196,7 +196,7 @@ def _number(value: object) -> float | None:
 
 def _startup_facts(environment: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
     """A launched server's ``launch`` facts, or an attached one's from the ``cache_config_info``
-    its server check kept; None when the target stated neither."""
+    its server check kept, or None when the target stated neither."""
     launch = environment.get("launch")
     if isinstance(launch, Mapping):
         return "engine start", launch
@@ -209,7 +209,7 @@ def _startup_facts(environment: Mapping[str, Any]) -> tuple[str, Mapping[str, An
 
 
 def render_startup_line(environment: Mapping[str, Any]) -> str | None:
-    """The KV cache, block size, prefix caching, load and startup times the engine stated; a
+    """The KV cache, block size, prefix caching, load and startup times the engine stated. A
     fact it did not state is "not reported"."""
     found = _startup_facts(environment)
     if found is None:

@@ -56,7 +56,7 @@ def collect_git_facts(path: str | Path) -> dict[str, Any]:
 
 def collect_environment(*, target_kind: str, engine: str | None,
                         config_path: str | Path | None = None, nvml: Any = None) -> dict[str, Any]:
-    """The fingerprint of this host and target; ``nvml`` is injected by tests (default pynvml)."""
+    """The fingerprint of this host and target. ``nvml`` is injected by tests (default pynvml)."""
     git = collect_git_facts(config_path) if config_path is not None else {}
     return {
         "host": socket.gethostname(),

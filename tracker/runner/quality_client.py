@@ -90,7 +90,7 @@ async def _call(session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[s
 async def run_quality_item(session: aiohttp.ClientSession, endpoint: Endpoint, model: str,
                            item: QualityItem, max_tokens: int, timeout_s: float,
                            ask_id: str | None = None) -> QualityItemResult:
-    """One ask of ``item``; its result is named ``ask_id`` (default: the item's id)."""
+    """One ask of ``item``, whose result is named ``ask_id`` (default: the item's id)."""
     result_id = item.id if ask_id is None else ask_id
     body = build_quality_body(item, model, max_tokens)
     try:

@@ -1,13 +1,13 @@
 """Run a suite against a serving config: target up, workloads in order, results to a sink.
 
-The runner measures; it does not know about databases. Each finished workload goes to the sink
+The runner measures, and it does not know about databases. Each finished workload goes to the sink
 at once, so whatever was measured survives an interrupt or a target that dies mid-run. A
 workload of multi-turn sessions runs on the session generator, and each of its phases is
 followed by its per-turn results (``tracker.load.phases.compute_turn_results``), and one with
 LoRA adapters by its per-adapter results (``tracker.load.adapters``).
 
 Once the target answers, and before any body is built, the suite's prompts are cut to exact
-lengths in the model's tokenizer (``tracker.targets.exact_prompts``); the run's environment says
+lengths in the model's tokenizer (``tracker.targets.exact_prompts``). The run's environment says
 which tokenizer that was, or why the word tokenizer was used instead. The same tokenizer counts
 each workload's received text afterwards, for the token-count check
 (``tracker.targets.output_tokens``). Where the target contradicts the config (the server check in
@@ -101,7 +101,8 @@ class RunOutcome:
 
 def compute_run_status(results: list[WorkloadResult], planned: int,
                        interrupted: bool) -> tuple[RunStatus, str | None]:
-    """completed: every workload ran and measured something; failed: nothing was measured."""
+    """The run's status: completed when every workload ran and measured something, failed when
+    nothing was measured."""
     measured = [r for r in results if r.summary.completed > 0]
     if not measured:
         reason = "interrupted before any request completed" if interrupted else _why_empty(results)
@@ -188,7 +189,7 @@ class SuiteRunner:
     async def _build_prompts(self, handle: TargetHandle, local_tokenizer: Path | None,
                              stack: AsyncExitStack) -> dict[str, object]:
         """The suite's prompts at exact lengths in the model's tokenizer (the target's
-        ``/tokenize`` or the config's tokenizer.json), else in words with the reason; returns
+        ``/tokenize`` or the config's tokenizer.json), else in words with the reason. It returns
         what the run's environment records about it. The tokenizer stays open on ``stack`` for
         the token-count check. The embedded simulator counts in words, so its prompts are the
         suite's own without asking it."""
@@ -214,7 +215,8 @@ class SuiteRunner:
         return status, reason
 
     async def _run_workloads(self, handle: TargetHandle) -> None:
-        """Each workload's phases in order (one for a plain shape; stages; sweep probes)."""
+        """Each workload's phases in order (one for a plain shape, its stages, or a sweep's
+        probes)."""
         workloads = self.suite.suite.workloads
         for position, workload in enumerate(workloads):
             make_plan = self._planner(handle, workload)
@@ -267,7 +269,7 @@ class SuiteRunner:
 
     async def _run_phase(self, handle: TargetHandle, workload: Workload, phase: Phase,
                          plan: LoadPlan | SessionPlan, position: int) -> WorkloadResult:
-        """One phase on the suite's workers; with ``workers: auto`` a client-bound first try is
+        """One phase on the suite's workers. With ``workers: auto`` a client-bound first try is
         kept as ``<phase>@1-worker`` and the phase runs once more on more processes."""
         result = await self._run_workload(handle, workload, phase, plan, self._workers())
         retry = self._retry_workers(result)
@@ -287,8 +289,8 @@ class SuiteRunner:
 
     def _retry_workers(self, first: WorkloadResult) -> int | None:
         """With ``workers: auto``, a client-bound first try runs once more on enough processes
-        for the load (up to the usable CPUs); None: no retry. A starved client is not retried:
-        more processes cannot help a client the host does not give a core."""
+        for the load (up to the usable CPUs), or None for no retry. A starved client is not
+        retried: more processes cannot help a client the host does not give a core."""
         setting = self.suite.suite.workers
         client = first.summary.client
         if setting != "auto" or client is None or not client.client_bound:
@@ -316,8 +318,8 @@ class SuiteRunner:
 
     async def _run_quality(self, handle: TargetHandle) -> None:
         """Ask the suite's quality set (after the timed workloads, never during them): its
-        sample, or the whole set; with ``when: once_per_night``, a copy of the answers a run of
-        the same config version and suite asked today, where one did."""
+        sample, or the whole set. With ``when: once_per_night``, the answers are a copy of those
+        a run of the same config version and suite asked today, where one did."""
         whole, block = self.suite.quality, self.suite.suite.quality
         if whole is None or block is None:
             return

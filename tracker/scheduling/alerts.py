@@ -1,6 +1,6 @@
 """Regression alerts: a Slack-compatible webhook after a run that opened a regression.
 
-Only the analysis decides "regression"; this module turns its findings into a message and
+Only the analysis decides "regression". This module turns its findings into a message and
 delivers it. Delivery is never fatal: each attempt is retried on network errors, timeouts, 429
 and 5xx, and the outcome (sent or failed, with the reason) is logged and stored in
 ``alert_deliveries``. The webhook URL is a secret (Slack's carries its token): it is read from an
@@ -79,7 +79,7 @@ def describe_destination(url: str) -> str:
 
 def load_webhook(env_name: str = WEBHOOK_ENV, *, timeout_s: float = 10.0, attempts: int = 3,
                  backoff_s: float = 1.0) -> WebhookSettings | None:
-    """The webhook named by an environment variable; None when it is unset (no alerts)."""
+    """The webhook named by an environment variable, or None when it is unset (no alerts)."""
     value = os.environ.get(env_name, "").strip()
     if not value:
         return None
@@ -111,7 +111,7 @@ def escape_mrkdwn(text: str) -> str:
     """Text from a config or a result as Slack shows it literally: every control sequence
     opens with ``<`` (``<!channel>`` pings everyone, ``<url|words>`` hides a link), so ``<`` and
     ``&`` are escaped and a config value such as an engine extra arg ``<!channel>`` reaches the
-    channel as text; ``>`` is left (alone it controls nothing: ``256 -> 128`` stays readable)."""
+    channel as text. ``>`` is left (alone it controls nothing: ``256 -> 128`` stays readable)."""
     return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
@@ -165,7 +165,7 @@ async def _post_once(client: aiohttp.ClientSession, url: str, payload: Mapping[s
 
 async def post_webhook(settings: WebhookSettings, payload: Mapping[str, Any]
                        ) -> tuple[_Attempt, int]:
-    """POST with retries; returns the last attempt and the number made."""
+    """POST with retries and return the last attempt and the number made."""
     timeout = aiohttp.ClientTimeout(total=settings.timeout_s)
     delay_s = settings.backoff_s
     attempt = _Attempt(False, None, "not attempted", False)
@@ -181,7 +181,7 @@ async def post_webhook(settings: WebhookSettings, payload: Mapping[str, Any]
 
 def deliver_alerts(engine: Engine, alerts: Sequence[RegressionAlert],
                    settings: WebhookSettings) -> list[AlertDelivery]:
-    """Send each alert and record the outcome; never raises for a failed delivery."""
+    """Send each alert and record the outcome, never raising for a failed delivery."""
     return [_deliver(engine, settings, alert.run_id, alert.metric, _alert_json(alert),
                      render_slack_payload(alert)) for alert in alerts]
 
@@ -231,7 +231,7 @@ def render_bisection_text(alert: BisectionAlert) -> str:
 
 def deliver_bisection_alert(engine: Engine, alert: BisectionAlert,
                             settings: WebhookSettings | None) -> AlertDelivery | None:
-    """Send (and record) the bisection's message; never raises (the bisection is stored)."""
+    """Send (and record) the bisection's message, never raising (the bisection is stored)."""
     if settings is None:
         return None
     text = render_bisection_text(alert)

@@ -1,7 +1,7 @@
 """One holder per database: a PostgreSQL advisory lock, or a lock file beside a SQLite database.
 
 APScheduler 3 runs every job once per scheduler sharing a job store, so only one scheduler may be
-active per database; SQLite takes one worker. Both locks die with their process (the advisory lock
+active per database. SQLite takes one worker. Both locks die with their process (the advisory lock
 with its connection, the ``flock`` with its file descriptor), so a crashed holder never blocks the
 next start.
 """
@@ -35,7 +35,8 @@ def advisory_key(purpose: str) -> int:
 
 
 class DatabaseLock:
-    """Held from ``acquire()`` to ``release()``; ``purpose`` names it (``scheduler``, ``worker``)."""
+    """A lock held from ``acquire()`` to ``release()``, named by ``purpose`` (``scheduler``,
+    ``worker``)."""
 
     def __init__(self, url: str, purpose: str, refusal_hint: str) -> None:
         self.url = url

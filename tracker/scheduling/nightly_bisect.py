@@ -15,7 +15,7 @@ is unique), however many series regressed at that boundary and however often the
 which may have changed since) and the suite as the schedule queued it: the gate, then the
 probes, with the schedule's budget (``tracker.bisection.probes``). Its base and head are renamed
 ``NAME.probe`` (like the probes), so that the gate's base runs, version A after B's nights, are
-not points of the nightly series; the bisection is stored under the series' name and versions.
+not points of the nightly series. The bisection is stored under the series' name and versions.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class BisectCandidate:
 def find_boundary(points: Sequence[SeriesPoint], index: int,
                   tolerance: int = ATTRIBUTION_TOLERANCE) -> int | None:
     """The first run of a new config version within ``tolerance`` of ``index`` (the attribution's
-    window); None where no version changes there, or more than one does (which one caused it is
+    window), or None where no version changes there, or more than one does (which one caused it is
     not known)."""
     found = [at for at in compute_attribution_window(index, len(points), tolerance)
              if points[at].config_version != points[at - 1].config_version]
@@ -133,7 +133,7 @@ def find_candidates(session: Session, run: RunResult) -> list[BisectCandidate]:
 def queue_bisections(engine: Engine, request: RunRequest, run: RunResult,
                      now: datetime | None = None) -> list[int]:
     """After a scheduled run: queue a bisection for each new config change with a confirmed
-    regression, where the schedule enables it; returns the ids queued (none when off)."""
+    regression, where the schedule enables it, and return the ids queued (none when off)."""
     if request.schedule_name is None:
         return []
     name = request.schedule_name
@@ -220,7 +220,7 @@ class NightlyBisection:
 def run_bisection_request(engine: Engine, request: RunRequest,
                           place: Callable[[LoadedConfig], LoadedConfig],
                           stopping: Callable[[], bool] = lambda: False) -> NightlyBisection:
-    """Run the bisection a ``bisect`` request asks for and store it; one that cannot run (a
+    """Run the bisection a ``bisect`` request asks for and store it. One that cannot run (a
     stored version refused, a target that does not start) is stored as ``failed`` with the
     reason. ``RunInterrupted`` (a stop while probing) goes up, its probes stored."""
     job = parse_job(request)

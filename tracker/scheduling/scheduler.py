@@ -8,9 +8,9 @@ scheduler was down run once, within ``misfire_grace_s``. APScheduler 3 runs a jo
 scheduler sharing a store, so a lock (PostgreSQL advisory lock, or a lock file beside a SQLite
 database) keeps one scheduler per database and a second one refuses to start.
 
-The scheduler runs in APScheduler's background thread; the main thread stays free to handle
+The scheduler runs in APScheduler's background thread. The main thread stays free to handle
 SIGTERM/SIGINT (and, with ``--with-worker``, to run a worker). Stopping marks in-flight work
-(a worker's current run is kept as partial and its request requeued; an enqueue in progress is
+(a worker's current run is kept as partial and its request requeued, an enqueue in progress is
 one transaction, and a slot is stored once) and calls ``shutdown(wait=False)``: with
 ``wait=True`` APScheduler 3.11 drops a running job.
 """

@@ -15,7 +15,7 @@ A ``schedules.yaml``::
           max_probes: 12           #   queues one bisection of the two versions
           max_minutes: 120
 
-Paths are relative to the file. Validated once here (``extra="forbid"``); inside, a schedule is
+Paths are relative to the file. Validated once here (``extra="forbid"``). Inside, a schedule is
 a ``tracker.store.schedule_rows.ScheduleRow`` with absolute paths.
 """
 
@@ -161,7 +161,8 @@ def load_schedules(path: str | Path) -> list[ScheduleRow]:
 
 
 def build_schedule_row(spec: ScheduleSpec, base: Path, source: str) -> ScheduleRow:
-    """The stored form: absolute paths; every config and suite is loaded once to validate it."""
+    """The stored form, with absolute paths. Every config and suite is loaded once to validate
+    it."""
     configs = tuple(str((base / p).resolve()) for p in spec.configs)
     suites = tuple(str((base / p).resolve()) for p in spec.suites)
     for config in configs:
@@ -173,7 +174,7 @@ def build_schedule_row(spec: ScheduleSpec, base: Path, source: str) -> ScheduleR
 
 
 def parse_labels(text: str | None, option: str = "--labels") -> dict[str, str]:
-    """``gpu=h100,zone=a`` (commas or repeated options) → a mapping; empty for None."""
+    """Parse ``gpu=h100,zone=a`` (commas or repeated options) into a mapping, empty for None."""
     labels: dict[str, str] = {}
     for item in (text or "").split(","):
         if not item.strip():
@@ -198,8 +199,8 @@ def compute_next_fire(row: ScheduleRow, now: datetime) -> datetime | None:
 def compute_slot(trigger: CronTrigger, now: datetime) -> datetime:
     """The latest fire time at or before ``now``: the slot a (possibly late) firing belongs to.
 
-    After a restart, APScheduler coalesces missed firings into one; that one firing belongs to
-    the latest slot missed. ``now`` itself when the trigger never fired in the past year.
+    After a restart, APScheduler coalesces missed firings into one. That one firing belongs to
+    the latest slot missed. It is ``now`` itself when the trigger never fired in the past year.
     """
     lookback = timedelta(seconds=1)
     while lookback <= timedelta(days=400):

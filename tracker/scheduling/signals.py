@@ -13,7 +13,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 @contextmanager
 def stop_on_signals(on_stop: Callable[[str], None]) -> Iterator[None]:
-    """Call ``on_stop(signal name)`` on SIGTERM/SIGINT while inside; a no-op off the main thread.
+    """Call ``on_stop(signal name)`` on SIGTERM/SIGINT while inside (a no-op off the main thread).
 
     ``on_stop`` runs in the main thread between two bytecodes: it must only set flags or hand
     work to other threads (``loop.call_soon_threadsafe``), never block.

@@ -1,7 +1,7 @@
 """A runner worker: claims queued requests its labels allow and runs them, one at a time.
 
 Start one worker per GPU set (``tracker worker --labels gpu=h100 --gpus 0,1``): a GPU set never
-runs two benchmarks at once. While a request runs, a thread heartbeats; a worker that dies is
+runs two benchmarks at once. While a request runs, a thread heartbeats. A worker that dies is
 found by the next reaper (any worker or the scheduler) once its heartbeat is older than the
 timeout: its cut-short run is kept, marked partial, and the request is requeued once. SIGTERM or
 SIGINT stops the current run (what was measured is kept, marked partial), gives the request back
@@ -79,7 +79,7 @@ def make_worker_id(gpus: str | None) -> str:
 def with_gpus(loaded: LoadedConfig, gpus: str | None) -> LoadedConfig:
     """The config with CUDA_VISIBLE_DEVICES in the launch env of a vLLM it starts.
 
-    Only ``kind: vllm`` without ``base_url`` launches a server; other configs are unchanged. The
+    Only ``kind: vllm`` without ``base_url`` launches a server. Other configs are unchanged. The
     version stays the config's own: which GPUs of a host ran it is placement, not config (it is
     kept on the request).
     """
@@ -135,7 +135,7 @@ class Worker:
         self._active: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
 
     def request_stop(self, reason: str) -> None:
-        """Stop after (or, when one runs, by cutting short) the current request; signal-safe."""
+        """Stop after (or, when one runs, by cutting short) the current request, signal-safely."""
         if not self.stop_event.is_set():
             self.emit(f"worker {self.worker_id}: {reason}: stopping")
         self.stop_event.set()
@@ -145,7 +145,7 @@ class Worker:
             loop.call_soon_threadsafe(task.cancel)
 
     def run(self) -> int:
-        """Claim and run requests until stopped; returns how many were processed."""
+        """Claim and run requests until stopped, and return how many were processed."""
         labels = ",".join(f"{k}={v}" for k, v in sorted(self.settings.labels.items())) or "none"
         self.emit(f"worker {self.worker_id}: waiting for requests (labels: {labels})")
         processed = 0
@@ -205,7 +205,7 @@ class Worker:
         self._queue_bisections(request, run)
 
     def _queue_bisections(self, request: RunRequest, run: RunResult) -> None:
-        """Queue the bisections the schedule asks for after this run; never fails the run."""
+        """Queue the bisections the schedule asks for after this run, never failing the run."""
         try:
             queued = queue_bisections(self.engine, request, run)
         except Exception:  # the job boundary: log it, keep the run
@@ -217,7 +217,7 @@ class Worker:
                       "config change of several fields)")
 
     def process_bisection(self, request: RunRequest) -> None:
-        """Run a ``bisect`` request; a stop while probing gives it back (its probes stored)."""
+        """Run a ``bisect`` request. A stop while probing gives it back (its probes stored)."""
         self.emit(f"request {request.id}: bisection of {request.config_name} x "
                   f"{request.suite_name} (attempt {request.attempts}) on {self.worker_id}")
         with Heartbeat(self.engine, request.id, self.worker_id, self.settings.heartbeat_s):

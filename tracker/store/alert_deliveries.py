@@ -1,6 +1,6 @@
 """Alert deliveries: every webhook attempt, sent or not, with the payload it carried (the webhook
-URL itself is a secret and is never stored). Every function takes a Session; the caller owns the
-transaction.
+URL itself is a secret and is never stored). Every function takes a Session, and the caller owns
+the transaction.
 """
 
 from __future__ import annotations

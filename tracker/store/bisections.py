@@ -31,7 +31,7 @@ class StoredBisection:
 
 
 def save_bisection(session: Session, bisection: StoredBisection) -> int:
-    """Store a bisection and link its runs; the caller owns the transaction."""
+    """Store a bisection and link its runs. The caller owns the transaction."""
     row = BisectionModel(
         config_name=bisection.config_name, suite_name=bisection.suite_name,
         base_version=bisection.base_version, head_version=bisection.head_version,
@@ -47,7 +47,7 @@ def save_bisection(session: Session, bisection: StoredBisection) -> int:
 
 def fetch_bisections(session: Session, *, run_ids: Sequence[int] | None = None,
                      limit: int = 20) -> list[StoredBisection]:
-    """The latest bisections first; with ``run_ids``, those that made any of these runs."""
+    """The latest bisections first, or with ``run_ids`` those that made any of these runs."""
     query = select(BisectionModel).order_by(BisectionModel.id.desc()).limit(limit)
     if run_ids is not None:
         linked = select(BisectionRunModel.bisection_id).where(
@@ -57,7 +57,7 @@ def fetch_bisections(session: Session, *, run_ids: Sequence[int] | None = None,
 
 
 def fetch_bisection(session: Session, bisection_id: int) -> StoredBisection | None:
-    """One bisection by its id; None when there is none."""
+    """One bisection by its id, or None when there is none."""
     row = session.get(BisectionModel, bisection_id)
     return None if row is None else _value(session, row)
 

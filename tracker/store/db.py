@@ -3,7 +3,7 @@
 Supported databases: a SQLite file (``sqlite:///path``, or just the path) and PostgreSQL through
 psycopg 3 (``postgresql+psycopg://user@host/db``). The schema is owned by ``migrations/``
 (installed as ``tracker._migrations``): an empty database is brought to the newest revision on
-open; any other revision mismatch is reported, never silently "fixed".
+open. Any other revision mismatch is reported, never silently "fixed".
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ T = TypeVar("T")
 def resolve_db_url(arg: str | None) -> str:
     """The database URL from ``--db``, else ``$TRACKER_DB_URL``, else ``sqlite:///tracker.db``.
 
-    A value without ``://`` is a SQLite file path; plain ``postgresql://`` means psycopg 3.
+    A value without ``://`` is a SQLite file path. Plain ``postgresql://`` means psycopg 3.
     """
     value = arg if arg is not None else os.environ.get(DB_URL_ENV) or DEFAULT_DB_URL
     register_url_credentials(value)  # its password is hidden in every text from now on
@@ -111,7 +111,7 @@ def _parse(url: str) -> URL:
 
 def create_store_engine(url: str, *, foreign_keys: bool = True, pooled: bool = True) -> Engine:
     """An engine for ``url``: SQLite gets WAL, a busy timeout and (by default) enforced foreign
-    keys; on every backend a lock held too long is a StoreLockedError, not a driver error."""
+    keys. On every backend a lock held too long is a StoreLockedError, not a driver error."""
     parsed = _parse(url)
     kwargs: dict[str, Any] = {}
     if not pooled:
@@ -221,8 +221,8 @@ def describe_lock(url: str, busy_timeout_s: float | None) -> str:
 
 
 def _raise_store_errors(engine: Engine, url: str, busy_timeout_s: float | None) -> None:
-    """A lock held too long is a StoreLockedError; a full disk, a read-only or damaged file and
-    a number past a column's range are one-line StoreErrors with the fix; the rest is left to
+    """A lock held too long is a StoreLockedError. A full disk, a read-only or damaged file and
+    a number past a column's range are one-line StoreErrors with the fix. The rest is left to
     the driver's error."""
 
     parsed = _parse(url)
@@ -241,11 +241,11 @@ def _raise_store_errors(engine: Engine, url: str, busy_timeout_s: float | None) 
 
 def retry_when_locked(action: Callable[[], T], *, wait_s: float | None = None) -> T:
     """Run a transaction again while the database says it is locked, for up to ``wait_s``
-    (default: the SQLite busy timeout); then the last StoreLockedError is raised.
+    (default: the SQLite busy timeout), then raise the last StoreLockedError.
 
     SQLite waits up to its busy timeout for a lock, except when a transaction that has read
     wants to write while another connection writes: that fails at once. The transaction was
-    rolled back, so running it again is safe; a try that waited out the busy timeout itself
+    rolled back, so running it again is safe. A try that waited out the busy timeout itself
     leaves no time for another unless ``wait_s`` is longer.
     """
     deadline = time.monotonic() + (sqlite_busy_timeout_s() if wait_s is None else wait_s)
@@ -285,7 +285,7 @@ def _one_line(exc: BaseException, url: str) -> str:
 
 def migrations_location() -> str:
     """The revisions: the checkout's ``migrations/`` when the tracker runs from a source tree,
-    else the installed package's (``tracker._migrations``); see ``find_checkout_folder``."""
+    else the installed package's (``tracker._migrations``). See ``find_checkout_folder``."""
     checkout = find_checkout_folder("migrations")
     if checkout is not None and (checkout / "env.py").is_file():
         return str(checkout)
@@ -330,10 +330,10 @@ def read_revision(url: str) -> tuple[bool, str | None]:
 
 
 def upgrade_database(url: str) -> tuple[str | None, str]:
-    """Migrate the database to the newest revision; returns (from revision, to revision).
+    """Migrate the database to the newest revision and return (from revision, to revision).
 
     Each revision commits with its version row (a new database: all of them at once), so a
-    kill leaves the database at the last whole revision; on SQLite a revision half-applied by
+    kill leaves the database at the last whole revision. On SQLite a revision half-applied by
     an older tracker is completed (``tracker.store.migrating``).
     """
     empty, before = read_revision(url)
@@ -362,7 +362,7 @@ def _check_known(url: str, revision: str | None) -> None:
 
 
 def check_schema(url: str) -> None:
-    """Bring an empty database to head; raise StoreError unless the database is then at head."""
+    """Bring an empty database to head, and raise StoreError unless the database is then at head."""
     empty, current = read_revision(url)
     if empty:
         upgrade_database(url)

@@ -2,7 +2,7 @@
 
 An imported run is a run like any other (same tables, same metrics), marked by its environment's
 ``import`` entry: the source tool, its version and the file's sha256. The config and suite it is
-filed under are named by the user; a name the store has not seen gets a placeholder version that
+filed under are named by the user. A name the store has not seen gets a placeholder version that
 says it was imported. All of one file's runs are saved in the caller's one transaction, so a
 file is imported whole or not at all.
 """
@@ -31,7 +31,7 @@ def fetch_imported_run_ids(session: Session, sha256: str) -> list[int]:
 
 
 def save_import_config(session: Session, name: str, tool: str) -> int:
-    """The newest stored version of config ``name``; a name never seen gets an imported
+    """The newest stored version of config ``name``. A name never seen gets an imported
     placeholder version (its body says so and names the tool)."""
     newest = session.scalar(select(ConfigVersionModel.id).where(ConfigVersionModel.name == name)
                             .order_by(ConfigVersionModel.first_seen_at.desc(),
@@ -46,7 +46,7 @@ def save_import_config(session: Session, name: str, tool: str) -> int:
 
 def save_import_suite(session: Session, name: str, tool: str,
                       workloads: Sequence[str]) -> int:
-    """The newest stored version of suite ``name``; a name never seen gets a placeholder
+    """The newest stored version of suite ``name``. A name never seen gets a placeholder
     version listing the imported workloads (so Trends offers them)."""
     newest = session.scalar(select(SuiteModel.id).where(SuiteModel.name == name)
                             .order_by(SuiteModel.first_seen_at.desc(), SuiteModel.id.desc())
@@ -63,7 +63,7 @@ def save_import_suite(session: Session, name: str, tool: str,
 
 def save_imported_run(session: Session, run: ImportedRun, config_version_id: int,
                       suite_id: int) -> int:
-    """Store one imported benchmark as a completed run; returns its id."""
+    """Store one imported benchmark as a completed run and return its id."""
     run_id = begin_run(session, config_version_id=config_version_id, suite_id=suite_id,
                        started_at=run.started_at, host=run.host,
                        tracker_version=tracker.__version__, simulated=run.simulated,

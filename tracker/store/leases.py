@@ -1,22 +1,22 @@
 """Who runs a ``running`` run, and what becomes of a run whose tracker is gone.
 
 While a run is measured it carries its owner (``runs.owner_pid`` on ``runs.host``) and a lease
-(``runs.lease_until``) that a heartbeat thread (``RunLease``) renews every ``LEASE_S / 4``;
-finishing the run clears both. Every command that opens the store (``open_store``) reaps the
+(``runs.lease_until``) that a heartbeat thread (``RunLease``) renews every ``LEASE_S / 4``.
+Finishing the run clears both. Every command that opens the store (``open_store``) reaps the
 runs whose owner is gone:
 
-- on this host, the owner's PID no longer runs (the tracker was killed, even with SIGKILL);
-- on any host, the lease ran out more than ``LEASE_GRACE_S`` ago (a host that went away, a PID
+- On this host, the owner's PID no longer runs (the tracker was killed, even with SIGKILL).
+- On any host, the lease ran out more than ``LEASE_GRACE_S`` ago (a host that went away, a PID
   that another process reused, a tracker stopped with SIGSTOP).
 
 A reaped run keeps what was measured: ``partial`` with the reason, ``failed`` when nothing was.
 A run that a worker makes for a queued request that is still ``running`` is left to the queue's
-reaper (``tracker.store.run_queue``), which closes it the same way when it requeues the request, so the
-request and its run end together; each reaper closes only a run that is still ``running``, so no
-run is closed twice. One exception: a worker whose PID is gone on this host is known dead, so
-whoever reads the store next requeues its request (or fails it, as the queue's reaper would) and
-closes its run at once: a lone worker killed on a SQLite host leaves nothing ``running`` for
-the dashboard to show until another worker or the scheduler starts.
+reaper (``tracker.store.run_queue``), which closes it the same way when it requeues the request,
+so the request and its run end together. Each reaper closes only a run that is still
+``running``, so no run is closed twice. One exception: a worker whose PID is gone on this host
+is known dead, so whoever reads the store next requeues its request (or fails it, as the queue's
+reaper would) and closes its run at once: a lone worker killed on a SQLite host leaves nothing
+``running`` for the dashboard to show until another worker or the scheduler starts.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def take_run_lease(session: Session, run_id: int, owner_pid: int, now: datetime,
 
 def renew_run_lease(session: Session, run_id: int, owner_pid: int, now: datetime,
                     lease_s: float = LEASE_S) -> bool:
-    """Extend the lease; False when the run is no longer running under ``owner_pid``."""
+    """Extend the lease, or return False when the run is no longer running under ``owner_pid``."""
     result = session.execute(
         update(RunModel)
         .where(RunModel.id == run_id, RunModel.status == _RUNNING,
@@ -154,7 +154,7 @@ def reap_abandoned_runs(session: Session, now: datetime, reaped_by: str, *,
                         host: str | None = None,
                         is_alive: Callable[[int], bool] = process_is_alive,
                         grace_s: float = LEASE_GRACE_S) -> list[ReapedRun]:
-    """Close the running runs whose owner is gone (see the module); returns what was closed."""
+    """Close the running runs whose owner is gone (see the module) and return what was closed."""
     host = socket.gethostname() if host is None else host
     queued = exists().where(RunRequestModel.run_id == RunModel.id,
                             RunRequestModel.status == _RUNNING)  # the queue's reaper closes it
@@ -241,7 +241,7 @@ def _close_abandoned(session: Session, row: _Running, cause: str, now: datetime,
 
 def reap_abandoned_runs_safely(engine: Engine) -> list[ReapedRun]:
     """``reap_abandoned_runs`` in its own transaction, for ``open_store``: never fatal (the
-    command the user asked for must not fail because this housekeeping did; it is logged)."""
+    command the user asked for must not fail because this housekeeping did, which is logged)."""
     try:
         with Session(engine) as session, session.begin():
             reaped = reap_abandoned_runs(session, utc_now(), describe_command())

@@ -12,7 +12,7 @@ from tracker.results import NATIVE_SOURCE, RunStatus
 
 @dataclass(frozen=True, slots=True)
 class RunListing:
-    """One line of ``tracker runs``; request totals are summed over the run's workloads."""
+    """One line of ``tracker runs``. Request totals are summed over the run's workloads."""
 
     run_id: int
     status: RunStatus

@@ -1,4 +1,4 @@
-"""Save and fetch telemetry and quality. Every function takes a Session; the caller owns the
+"""Save and fetch telemetry and quality. Every function takes a Session, and the caller owns the
 transaction. Rows stay in here: callers get ``tracker.results`` values.
 
 The drift of a run's answers is computed when its quality is saved, against the baseline run:
@@ -51,7 +51,7 @@ _DEVICE_FIELDS = ("gpu_index", "name", "memory_total_bytes", "samples", "memory_
 
 def save_workload_telemetry(session: Session, workload_result_id: int,
                             result: WorkloadResult) -> None:
-    """Store a workload's GPU and server telemetry; nothing when telemetry was not run."""
+    """Store a workload's GPU and server telemetry, or nothing when telemetry was not run."""
     gpu, server = result.gpu, result.server
     if gpu is None and server is None:
         return
@@ -176,7 +176,7 @@ def find_quality_to_reuse(session: Session, run_id: int, set_version: str) -> in
 
 def save_quality(session: Session, run_id: int, result: QualityResult,
                  baseline_run_id: int | None = None) -> QualityResult:
-    """Store a run's quality with its drift from the baseline run; returns what was stored. A
+    """Store a run's quality with its drift from the baseline run and return what was stored. A
     result reused from another run (``reused_from_run_id``) keeps that run's drift."""
     baseline = baseline_run_id or find_quality_baseline(session, run_id, result.set_name)
     if baseline is not None and result.reused_from_run_id is None:

@@ -1,7 +1,7 @@
 """Migrations that a kill cannot wedge (used by ``migrations/env.py``).
 
-Each revision runs in a transaction of its own, its version row with it, on both backends; a new
-database is created in one. PostgreSQL has transactional DDL; SQLite has it too, but Python's
+Each revision runs in a transaction of its own, its version row with it, on both backends. A new
+database is created in one. PostgreSQL has transactional DDL. SQLite has it too, but Python's
 ``sqlite3`` commits each ``ALTER``/``CREATE`` on its own, so a kill between a revision's DDL and
 its version row left "0007" in the version row beside 0008's columns, and every later upgrade
 failed with "duplicate column name". ``create_migration_engine`` makes SQLite's transactions
@@ -28,7 +28,7 @@ BATCH_TEMP_PREFIX = "_alembic_tmp_"
 
 def use_real_sqlite_transactions(engine: Engine) -> None:
     """Let SQLAlchemy, not Python's ``sqlite3``, decide where transactions begin and end, so
-    DDL is transactional; each begins ``IMMEDIATE`` (it takes the write lock at once)."""
+    DDL is transactional. Each begins ``IMMEDIATE`` (it takes the write lock at once)."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -42,9 +42,10 @@ def use_real_sqlite_transactions(engine: Engine) -> None:
 class HalfAppliedStepRepair:
     """Lets the first revision of an upgrade on SQLite complete a step a kill cut short.
 
-    ``install`` after ``context.configure`` (pass ``finished`` as its ``on_version_apply``):
-    until that first revision's version row is written, ``add_column``, ``create_table`` and
-    ``create_index`` skip what already exists; later revisions run unchanged.
+    Call ``install`` after ``context.configure`` (pass ``finished`` as its
+    ``on_version_apply``). Until that first revision's version row is written, ``add_column``,
+    ``create_table`` and ``create_index`` skip what already exists. Later revisions run
+    unchanged.
     """
 
     def __init__(self) -> None:

@@ -1,7 +1,7 @@
 """Bisections: which fields of a config diff made a gate regress, and the runs that showed it.
 
-Imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``) sees
-it; the schema, like every table's, is owned by ``migrations/`` (revisions 0010 and 0011).
+It is imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``)
+sees it. The schema, like every table's, is owned by ``migrations/`` (revisions 0010 and 0011).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ BISECTION_ROLES = ("base", "head", "control", "probe")
 class BisectionModel(Base):
     """One bisection of a gate: base and head config versions, the row it bisected, the result.
 
-    ``culprits``: a list of ``{"fields": [path, ...], "share": float | null, "share_interval":
-    [low, high] | null}``; ``probes``: a list of ``{"number", "fields", "outcome", "reason"}``.
+    ``culprits`` is a list of ``{"fields": [path, ...], "share": float | null, "share_interval":
+    [low, high] | null}``. ``probes`` is a list of ``{"number", "fields", "outcome", "reason"}``.
     """
 
     __tablename__ = "bisections"

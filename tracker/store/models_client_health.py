@@ -1,7 +1,7 @@
 """Client health: the load generator's own facts about each workload it drove.
 
 ``workload_results.client_bound`` (a column there, so every query can leave client-bound
-workloads out) says the client, not the server, set the pace; this table keeps the client-health
+workloads out) says the client, not the server, set the pace. This table keeps the client-health
 measurements behind that verdict and the sample counts of the open-loop (scheduled) latencies,
 whose statistics are metric rows like every other latency.
 """

@@ -1,8 +1,9 @@
 """Quality tables: how well the target answered a run's quality set.
 
-- ``quality_summaries``: per run, the set, accuracy with its Wilson interval, the drift, and
-  the run whose answers it reused (quality is asked once per config version and suite a night);
-- ``quality_items``: per run, every item's answer and score.
+- ``quality_summaries`` holds, per run, the set, accuracy with its Wilson interval, the drift,
+  and the run whose answers it reused (quality is asked once per config version and suite a
+  night).
+- ``quality_items`` holds, per run, every item's answer and score.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Regression records: the change points the analysis found in a metric's series, and their triage.
 
-Imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``) sees
-it; the schema, like every table's, is owned by ``migrations/``.
+It is imported at the bottom of ``tracker.store.models`` so the metadata (and ``alembic check``)
+sees it. The schema, like every table's, is owned by ``migrations/``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ REGRESSION_STATUSES = ("open", "acknowledged", "fixed", "expected", "improvement
 class RegressionModel(Base):
     """One change point in one metric's series: where, how big, and what people made of it.
 
-    The series is (config name, suite name, workload, metric); ``run_id`` is the first run of
-    the new level and ``location_index`` its position in the series when it was detected;
-    ``before`` and ``after`` the levels on either side (the last good config version's runs, the
-    runs since), ``rel_change`` the change between them with its interval. A change in the
-    metric's good way is stored as ``improvement``: ``open`` means a regression to look at.
+    The series is (config name, suite name, workload, metric). ``run_id`` is the first run of
+    the new level and ``location_index`` its position in the series when it was detected.
+    ``before`` and ``after`` are the levels on either side (the last good config version's runs,
+    the runs since), and ``rel_change`` is the change between them with its interval. A change
+    in the metric's good way is stored as ``improvement``: ``open`` means a regression to look
+    at.
     """
 
     __tablename__ = "regressions"

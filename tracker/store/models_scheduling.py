@@ -2,7 +2,7 @@
 
 ``schedules`` mirrors the schedule files and ``tracker schedule add``, so that every scheduler and
 worker reads the same definitions from the database. ``run_requests`` is the queue: a scheduled
-slot (or ``tracker schedule run-now``) enqueues one request per config x suite x repeat; a worker
+slot (or ``tracker schedule run-now``) enqueues one request per config x suite x repeat. A worker
 claims it, heartbeats while it runs and links the run it stores. ``alert_deliveries`` records
 every webhook attempt, sent or not (the webhook URL itself is a secret and is never stored).
 APScheduler's own job table (``apscheduler_jobs``) is not part of this schema.
@@ -43,7 +43,7 @@ class ScheduleModel(Base):
 
 
 class RunRequestModel(Base):
-    """One job to be done: a config x suite run (``kind`` ``run``; ``slot_at`` is NULL for
+    """One job to be done: a config x suite run (``kind`` ``run``, where ``slot_at`` is NULL for
     ``run-now`` requests), or a bisection between two stored config versions (``bisect``: its
     versions and budget in ``job``, queued once per ``job_key``)."""
 

@@ -1,11 +1,12 @@
 """Telemetry tables: what the GPUs and the server reported while a workload ran.
 
-- ``workload_telemetry``: per workload, whether GPU and server telemetry were measured and why not;
-- ``gpu_summaries``: per workload and GPU, peaks and means of its samples, and its energy;
-- ``gpu_samples``: the timeline, one row per GPU per sample (read back with the run: each
-  workload's ``gpu.samples`` from ``tracker.store.runs.fetch_run``);
-- ``server_metrics``: per workload, the scraped summary (``kv_cache_usage_peak``, ``num_preemptions``,
-  ``prefix_cache_hit_rate``, …), one row per metric.
+- ``workload_telemetry`` says, per workload, whether GPU and server telemetry were measured and
+  why not.
+- ``gpu_summaries`` holds, per workload and GPU, peaks and means of its samples, and its energy.
+- ``gpu_samples`` is the timeline, one row per GPU per sample (read back with the run as each
+  workload's ``gpu.samples`` from ``tracker.store.runs.fetch_run``).
+- ``server_metrics`` holds, per workload, the scraped summary (``kv_cache_usage_peak``,
+  ``num_preemptions``, ``prefix_cache_hit_rate``, …), one row per metric.
 """
 
 from __future__ import annotations

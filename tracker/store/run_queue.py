@@ -1,6 +1,6 @@
 """The run-request queue: enqueue, claim, heartbeat, finish, release, and the reaper of requests
-whose worker went silent. Every function takes a Session; the caller owns the transaction (as in
-``tracker.store.runs``).
+whose worker went silent. Every function takes a Session, and the caller owns the transaction (as
+in ``tracker.store.runs``).
 
 Claiming is safe with many workers: on PostgreSQL the candidate row is locked with
 ``SELECT … FOR UPDATE SKIP LOCKED`` (workers never wait on each other), and on every backend the
@@ -101,7 +101,7 @@ def labels_match(required: Mapping[str, str], offered: Mapping[str, str]) -> boo
 
 def enqueue_requests(session: Session, schedule_name: str | None, slot_at: datetime | None,
                      requests: Sequence[NewRequest], now: datetime) -> list[int]:
-    """Queue ``requests``; a (schedule, slot, position) already queued is skipped, so a slot
+    """Queue ``requests``. A (schedule, slot, position) already queued is skipped, so a slot
     fired twice still runs once. Returns the ids of the requests queued now."""
     ids: list[int] = []
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
@@ -180,7 +180,8 @@ def _owned(request_id: int, worker_id: str) -> Any:
 
 
 def heartbeat_request(session: Session, request_id: int, worker_id: str, now: datetime) -> bool:
-    """Record that the worker is alive; False when the request is no longer this worker's."""
+    """Record that the worker is alive, or return False when the request is no longer this
+    worker's."""
     result = session.execute(update(RunRequestModel).where(_owned(request_id, worker_id))
                              .values(heartbeat_at=now))
     return bool(getattr(result, "rowcount", 0))
@@ -200,7 +201,8 @@ def link_bisection(session: Session, request_id: int, bisection_id: int) -> None
 
 def finish_request(session: Session, request_id: int, worker_id: str, status: RequestStatus,
                    run_id: int | None, error: str | None, now: datetime) -> bool:
-    """Mark the request done or failed; False when it was taken from this worker meanwhile."""
+    """Mark the request done or failed, or return False when it was taken from this worker
+    meanwhile."""
     result = session.execute(
         update(RunRequestModel).where(_owned(request_id, worker_id))
         .values(status=status.value, run_id=run_id, error=error, finished_at=now, heartbeat_at=now))
@@ -210,7 +212,7 @@ def finish_request(session: Session, request_id: int, worker_id: str, status: Re
 def release_request(session: Session, request_id: int, worker_id: str, reason: str,
                     now: datetime, max_attempts: int = MAX_ATTEMPTS) -> bool | None:
     """Give a running request back (its worker is stopping): requeued (True) unless it has used
-    its attempts (False, marked failed); None when it is no longer this worker's."""
+    its attempts (False, marked failed). It is None when it is no longer this worker's."""
     row = session.scalar(select(RunRequestModel).where(_owned(request_id, worker_id)))
     if row is None:
         return None
@@ -219,8 +221,8 @@ def release_request(session: Session, request_id: int, worker_id: str, reason: s
 
 def _requeue_or_fail(session: Session, row: RunRequestModel, reason: str, now: datetime,
                      max_attempts: int) -> bool | None:
-    """Requeue (True) or fail (False) the running request ``row`` as last read; None when it
-    changed since (another reaper or its worker got there first)."""
+    """Requeue (True) or fail (False) the running request ``row`` as last read, or return None
+    when it changed since (another reaper or its worker got there first)."""
     requeue = row.attempts < max_attempts
     outcome = "requeued" if requeue else f"failed after {row.attempts} attempts"
     values: dict[str, Any] = {
@@ -242,7 +244,7 @@ def _requeue_or_fail(session: Session, row: RunRequestModel, reason: str, now: d
 def requeue_dead_workers_request(session: Session, run_id: int, reason: str,
                                  now: datetime) -> bool | None:
     """The running request behind run ``run_id`` whose worker is known dead (its PID is gone on
-    this host): requeued (True) or failed (False) as the stale-worker reaper would; None when
+    this host): requeued (True) or failed (False) as the stale-worker reaper would. It is None when
     there is no such request (or another reaper got there first)."""
     row = session.scalars(select(RunRequestModel)
                           .where(RunRequestModel.run_id == run_id,
@@ -308,7 +310,7 @@ def count_open_requests(session: Session, labels: Mapping[str, str]) -> int:
 
 def fetch_requests(session: Session, statuses: Sequence[RequestStatus] | None = None,
                    limit: int = 100) -> list[RunRequest]:
-    """Requests, oldest first; all statuses when ``statuses`` is None."""
+    """Requests, oldest first, of all statuses when ``statuses`` is None."""
     query = select(RunRequestModel).order_by(RunRequestModel.id)
     if statuses is not None:
         query = query.where(RunRequestModel.status.in_([s.value for s in statuses]))
@@ -316,7 +318,7 @@ def fetch_requests(session: Session, statuses: Sequence[RequestStatus] | None = 
 
 
 def fetch_request(session: Session, request_id: int) -> RunRequest | None:
-    """One request by its id, whatever its status; None when there is none."""
+    """One request by its id, whatever its status, or None when there is none."""
     row = session.get(RunRequestModel, request_id)
     return None if row is None else _request(row)
 

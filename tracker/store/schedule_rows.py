@@ -1,7 +1,7 @@
 """Schedules as stored: the definitions every scheduler and worker reads from the database.
 
 Each row mirrors a schedule file's entry or ``tracker schedule add`` (``source`` says which), with
-its firing history. Every function takes a Session; the caller owns the transaction.
+its firing history. Every function takes a Session, and the caller owns the transaction.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def save_schedule(session: Session, row: ScheduleRow, now: datetime) -> None:
 
 def replace_file_schedules(session: Session, source: str, rows: Sequence[ScheduleRow],
                            now: datetime) -> list[str]:
-    """Make the schedules from file ``source`` exactly ``rows``; returns the names removed."""
+    """Make the schedules from file ``source`` exactly ``rows`` and return the names removed."""
     keep = {row.name for row in rows}
     stale = session.scalars(select(ScheduleModel.name).where(ScheduleModel.source == source)).all()
     removed = sorted(name for name in stale if name not in keep)

@@ -1,12 +1,12 @@
 """A SQLite file the tracker may not write: opened read-only, so read commands still work.
 
-A database in WAL mode (the tracker's) needs its ``-shm`` file to be read; SQLite creates it
+A database in WAL mode (the tracker's) needs its ``-shm`` file to be read. SQLite creates it
 beside the database, which a read-only directory (a read-only mount, a colleague's file) does
 not allow, and the driver then says only "unable to open database file". So a file that this
-process cannot write is opened ``mode=ro``; where its directory cannot be written either and no
-``-wal`` file holds recent commits, ``immutable=1`` (nobody can change it there). Writes to such a
-database fail with SQLite's "readonly database", which ``tracker.store.storable`` turns into a
-one-line error with the fix.
+process cannot write is opened ``mode=ro``. Where its directory cannot be written either and no
+``-wal`` file holds recent commits, it is opened ``immutable=1`` (nobody can change it there).
+Writes to such a database fail with SQLite's "readonly database", which
+``tracker.store.storable`` turns into a one-line error with the fix.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tracker.errors import StoreError
 
 def sqlite_open_url(parsed: URL, shown: str) -> URL:
     """``parsed`` unchanged for a file this process can write (or a new one), else the same
-    file opened read-only; ``shown`` names the database in the error for an unreadable one."""
+    file opened read-only. ``shown`` names the database in the error for an unreadable one."""
     path = Path(parsed.database or "")
     if not path.exists() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
         return parsed

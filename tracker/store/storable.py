@@ -1,6 +1,6 @@
 """What the store accepts, checked where every value enters it: the statement's parameters.
 
-- Text: every string passes the one redaction; a NUL (which PostgreSQL's text refuses) and a
+- Text: every string passes the one redaction. A NUL (which PostgreSQL's text refuses) and a
   lone surrogate (which neither driver can encode as UTF-8) are stored as the visible escapes
   ``\\u0000`` and ``\\udXXX``, never dropped, so a server's error body or an imported file's
   string stores the same on SQLite and PostgreSQL. JSON columns are written the same way.
@@ -8,7 +8,7 @@
   ``StoreError`` (exit 2) that names the table and the value, before the driver sees them.
 - Driver failures a user can cause (a full disk, a read-only or damaged file, a number past a
   column's range) become one-line ``StoreError``s with the cause and the fix
-  (``describe_driver_error``); ``tracker.store.db`` raises them from the engine's error hook.
+  (``describe_driver_error``). ``tracker.store.db`` raises them from the engine's error hook.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def dumps_storable_json(value: Any) -> str:
 
 def storable_parameters(statement: str, parameters: Any) -> Any:
     """One statement's parameters (a row, or the rows of an executemany), redacted and made
-    storable; raises StoreError for an integer no backend can hold."""
+    storable. It raises StoreError for an integer no backend can hold."""
     kind = type(parameters)
     if kind is tuple or kind is list:
         return kind([_storable(statement, item) for item in parameters])
@@ -100,8 +100,8 @@ def table_of(statement: str) -> str:
 
 def describe_driver_error(exc: BaseException, where: str, statement: str | None,
                           parameters: Any, sqlite_path: str | None = None) -> StoreError | None:
-    """A StoreError (cause and fix) for a driver failure the user can cause, else None;
-    ``where`` names the database, ``sqlite_path`` is its file (for the fix) on SQLite."""
+    """A StoreError (cause and fix) for a driver failure the user can cause, else None.
+    ``where`` names the database, and ``sqlite_path`` is its file (for the fix) on SQLite."""
     cause = getattr(exc, "orig", None) or exc
     name = getattr(cause, "sqlite_errorname", None)
     sqlstate = getattr(cause, "sqlstate", None)

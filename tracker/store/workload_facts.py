@@ -1,6 +1,6 @@
 """Save and fetch the load generator's per-workload facts (client health, scheduled counts).
 
-Called by ``tracker.store.runs``; the caller owns the transaction.
+They are called by ``tracker.store.runs``, and the caller owns the transaction.
 """
 
 from __future__ import annotations

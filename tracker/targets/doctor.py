@@ -2,9 +2,9 @@
 
 The checks run in the order a failure would surface: the base URL's shape, the key in the
 environment, the proxy the environment names, then ``GET /v1/models`` and one minimal
-``POST /v1/chat/completions``. Each gives a ``Finding``; the endpoint is ready only when the chat
+``POST /v1/chat/completions``. Each gives a ``Finding``. The endpoint is ready only when the chat
 completion returns ``choices``. Nothing of the key is ever printed, only facts about it
-("starts with 'Bearer '"); the gateway's own error text is shown with anything key-like hidden.
+("starts with 'Bearer '"). The gateway's own error text is shown with anything key-like hidden.
 """
 
 from __future__ import annotations
@@ -318,7 +318,8 @@ async def _network_checks(target: DoctorTarget, key: str | None) -> list[Finding
 
 
 def _merge(findings: list[Finding], chat: Finding) -> list[Finding]:
-    """The chat's verdict on the model replaces the listing's; a listed-elsewhere alias is a warn."""
+    """The chat's verdict on the model replaces the listing's. A listed-elsewhere alias is a
+    warn."""
     if chat.check == "model":
         return [*(f for f in findings if f.check != "model"), chat]
     if chat.status is Status.OK:

@@ -5,17 +5,19 @@ word tokenizer, but a model's tokenizer splits words into several tokens (640 wo
 tokens in a small llama.cpp model's vocabulary). Once the target is up, ``adapt_suite_traffic``
 cuts each prompt to exactly the requested count in the tokenizer ``open_tokenizer`` found:
 
-- each text is encoded, its first N ids decoded and the result re-encoded; a boundary where
-  tokens merge or split moves the cut until the count is exact (a bounded search);
-- chat and messages endpoints: the system prompt is exactly ``system_prompt_tokens`` and each user
-  prompt exactly ``input_tokens`` (the server's chat template adds its own tokens on top);
-- completions: the prompt as sent (system, a blank line, user) is exactly ``system_prompt_tokens
+- Each text is encoded, its first N ids decoded and the result re-encoded. A boundary where
+  tokens merge or split moves the cut until the count is exact (a bounded search).
+- For chat and messages endpoints, the system prompt is exactly ``system_prompt_tokens`` and
+  each user prompt exactly ``input_tokens`` (the server's chat template adds its own tokens on
+  top).
+- For completions, the prompt as sent (system, a blank line, user) is exactly ``system_prompt_tokens
   + input_tokens`` including the special tokens the server adds (BOS), as ``vllm bench``'s random
-  dataset does, so ``usage.prompt_tokens`` equals what was asked;
-- trace rows (``source: trace``): each is exactly its ``input_length``; a Mooncake row's blocks
+  dataset does, so ``usage.prompt_tokens`` equals what was asked.
+- Trace rows (``source: trace``) are each exactly their ``input_length``. A Mooncake row's blocks
   (runs of ``block_tokens`` words, one per hash id) are each fitted once to ``block_tokens``
-  tokens, so equal hash ids stay byte-identical prefixes; the row's rest makes the total exact;
-- fixed prompts, datasets and conversations (real text) are sent as written.
+  tokens, so equal hash ids stay byte-identical prefixes, and the row's rest makes the total
+  exact.
+- Fixed prompts, datasets and conversations (real text) are sent as written.
 
 The result is the same for the same tokenizer every time (pure apart from the tokenizer's calls).
 A tokenizer that fails mid-way leaves every workload in words, and the result says why.
@@ -83,7 +85,7 @@ def _measure(tokenizer: Tokenizer, prefix: str) -> Callable[[str], Awaitable[int
 
 async def _search_cut(tokenizer: Tokenizer, ids: list[int], cut: int, tokens: int,
                       measure: Callable[[str], Awaitable[int]], *, strip: bool) -> str:
-    """Decode ``ids[:cut]``, count it, move the cut by the difference; never the same cut twice.
+    """Decode ``ids[:cut]``, count it, move the cut by the difference, and never try a cut twice.
     ``strip``: drop the leading space a SentencePiece decoder gives back (llama.cpp's does)."""
     tried: dict[int, int] = {}
     for _ in range(MAX_FIT_ROUNDS):
@@ -160,7 +162,7 @@ async def _adapt_trace(requests: tuple[PlannedRequest, ...], workload: Workload,
                        block_tokens: int | None, tokenizer: Tokenizer,
                        gate: asyncio.Semaphore) -> tuple[PlannedRequest, ...]:
     """A trace row's prompt is its blocks' words (``block_tokens`` each), then a shorter rest.
-    Each distinct block is fitted once, so equal hash ids stay byte-identical; the rest (or,
+    Each distinct block is fitted once, so equal hash ids stay byte-identical. The rest (or,
     with none, the last block) is fitted so that the whole prompt is exact."""
     chunked = [_chunks(r.messages[-1].content, block_tokens) for r in requests]
     distinct = sorted({c for chunks in chunked for c in chunks[:-1]})
@@ -185,7 +187,7 @@ async def _adapt_trace(requests: tuple[PlannedRequest, ...], workload: Workload,
 
 
 async def _all(calls: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
-    """Every call's result, in order; the first failure cancels the rest and is raised."""
+    """Every call's result, in order. The first failure cancels the rest and is raised."""
     try:
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(call) for call in calls]
@@ -198,7 +200,8 @@ async def _all(calls: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
 
 
 def _chunks(text: str, block_tokens: int | None) -> list[str]:
-    """``text``'s words in runs of ``block_tokens`` (the last may be shorter); one run if None."""
+    """``text``'s words in runs of ``block_tokens`` (the last may be shorter), or one run if
+    None."""
     words = text.split(" ")
     if block_tokens is None or len(words) <= block_tokens:
         return [text]
@@ -208,7 +211,7 @@ def _chunks(text: str, block_tokens: int | None) -> list[str]:
 async def adapt_suite_traffic(traffic: Mapping[str, WorkloadTraffic],
                               workloads: Sequence[Workload],
                               tokenizer: Tokenizer) -> TokenizedTraffic:
-    """Every workload's traffic at exact lengths in ``tokenizer``; if it fails on any, all stay
+    """Every workload's traffic at exact lengths in ``tokenizer``. If it fails on any, all stay
     in words (one tokenizer for the whole run) and ``fallback`` says why. Never raises for it."""
     fallback: str | None = getattr(tokenizer, "fallback", None)
     adapted: dict[str, WorkloadTraffic] = dict(traffic)

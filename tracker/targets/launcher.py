@@ -8,7 +8,7 @@ a minimal environment (``build_server_env``), never the tracker's whole one, whi
 database URL, the webhook and API keys. With ``launch.cpus`` the server runs on those CPUs and the
 tracker's client on the others while it runs (``tracker.targets.pinning``). It waits until
 ``/health`` and ``/v1/models`` answer, then reads the startup facts from ``/metrics`` and the log
-(``tracker.targets.startup``); a fact that is missing is "not reported", not an error. A server
+(``tracker.targets.startup``). A fact that is missing is "not reported", not an error. A server
 that exits or never gets healthy fails the launch with the root-cause line of its log
 (``tracker.targets.root_cause``) and the log's path. On leaving, however that happens (the run
 ends, an error, a timeout, Ctrl-C), the whole process group gets SIGTERM, then SIGKILL after a
@@ -118,7 +118,7 @@ def _log_tail(path: Path, lines: int = 3, limit: int = 400) -> str:
 
 def explain_failure(log_path: Path) -> str:
     """Where to look and what the log says: its root-cause line where it has one (``ValueError:
-    …``, argparse's ``error:``), else its last lines; redacted."""
+    …``, argparse's ``error:``), else its last lines, redacted."""
     cause = read_root_cause(log_path)
     if cause is None:
         return f"see its log {log_path}: {_log_tail(log_path)}"
@@ -129,7 +129,7 @@ def build_server_env(loaded: LoadedConfig,
                      environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The launched server's whole environment: from the tracker's, only what an engine needs
     (PATH, HOME, locale, CUDA/NCCL/Hugging Face/vLLM/torch settings) and no variable whose name
-    says it holds a secret; then the variables named in ``launch.env_from`` (each must be set),
+    says it holds a secret, then the variables named in ``launch.env_from`` (each must be set),
     then the literal ``launch.env``."""
     environ = os.environ if environ is None else environ
     launch = loaded.config.target.launch or LaunchSettings()
@@ -170,7 +170,7 @@ def _start(command: list[str], env: dict[str, str], log_path: Path,
            pinning: Pinning | None = None, secrets: Sequence[str] = ()) -> ServerProcess:
     """The server under its supervisor (on ``pinning.server``'s CPUs, when given), which says
     the server's pid (or why it cannot start) and hides ``secrets`` (and the tracker's own known
-    ones) in the server's log; they go on its stdin, never in its arguments."""
+    ones) in the server's log. They go on its stdin, never in its arguments."""
     pid_path = log_path.with_suffix(".pid")
     cpus = [] if pinning is None else ["--cpus", ",".join(map(str, sorted(pinning.server)))]
     supervise = [sys.executable, "-m", "tracker.targets.supervisor", "--owner-pid", str(os.getpid()),
@@ -209,7 +209,7 @@ def _start(command: list[str], env: dict[str, str], log_path: Path,
 
 
 def stop_server(server: ServerProcess, grace_s: float = TERM_GRACE_S) -> None:
-    """SIGTERM to the server's group, SIGKILL to what is left after ``grace_s``; then its
+    """Send SIGTERM to the server's group and SIGKILL to what is left after ``grace_s``. Then its
     supervisor exits (it is reaped) and the pid file goes."""
     stop_group(server.pgid, grace_s, server.poll)
     try:
@@ -231,7 +231,7 @@ async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
 
 async def wait_until_healthy(base_url: str, process: ServerProcess, timeout_s: float,
                              log_path: Path, clock: Callable[[], float] = time.monotonic) -> None:
-    """Poll ``/health`` then ``/v1/models``; raise if the server exits or the time runs out."""
+    """Poll ``/health`` then ``/v1/models``, and raise if the server exits or the time runs out."""
     deadline_s = clock() + timeout_s
     name = process.name
     timeout = aiohttp.ClientTimeout(total=5.0)
@@ -257,7 +257,7 @@ async def wait_until_healthy(base_url: str, process: ServerProcess, timeout_s: f
 
 
 async def fetch_version(base_url: str) -> str | None:
-    """``/version`` of a vLLM-compatible server as "vllm X.Y"; ``None`` when it does not say."""
+    """``/version`` of a vLLM-compatible server as "vllm X.Y", or ``None`` when it does not say."""
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3.0)) as session, \
                 session.get(base_url.rstrip("/") + "/version") as response:
@@ -276,7 +276,8 @@ def _log_path(loaded: LoadedConfig, log_dir: Path, port: int) -> Path:
 
 
 async def read_startup_facts(base_url: str, log_path: Path) -> StartupFacts:
-    """``/metrics``' facts over the log's; the version from ``/version`` when the log has none."""
+    """``/metrics``' facts over the log's, with the version from ``/version`` when the log has
+    none."""
     logged = parse_startup_log(log_path.read_text(encoding="utf-8", errors="replace"))
     facts = (await fetch_startup_facts(Endpoint(base_url))).merged_over(logged)
     if facts.engine_version is None:
@@ -287,8 +288,8 @@ async def read_startup_facts(base_url: str, log_path: Path) -> StartupFacts:
 @asynccontextmanager
 async def launch_server(loaded: LoadedConfig,
                         log_dir: str | Path | None = None) -> AsyncIterator[LaunchedServer]:
-    """The server for ``loaded``, healthy; stopped (the whole process group) on leaving; with
-    ``launch.cpus``, the tracker's threads stay off the server's CPUs until it is stopped."""
+    """The server for ``loaded``, healthy, and stopped (the whole process group) on leaving.
+    With ``launch.cpus``, the tracker's threads stay off the server's CPUs until it is stopped."""
     launch = loaded.config.target.launch or LaunchSettings()
     pinning = check_pinning(loaded)
     env = build_server_env(loaded)

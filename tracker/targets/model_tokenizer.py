@@ -4,11 +4,11 @@ Four tokenizers behind one protocol (``encode`` text to ids without special toke
 ids to text, and ``special_tokens``: how many a server adds to a completions prompt, e.g. BOS):
 
 - ``VllmTokenizer``: vLLM's ``POST /tokenize`` ``{"model", "prompt"}`` and ``POST /detokenize``
-  (the simulator serves the same routes over its word tokenizer);
+  (the simulator serves the same routes over its word tokenizer).
 - ``LlamaCppTokenizer``: llama.cpp ``llama-server``'s ``POST /tokenize`` ``{"content"}`` and
-  ``POST /detokenize`` ``{"tokens"}``;
+  ``POST /detokenize`` ``{"tokens"}``.
 - ``LocalTokenizer``: a ``tokenizer.json`` named by the config's ``target.tokenizer``, read with
-  the Hugging Face ``tokenizers`` package (``pip install 'tracker[tokenizer]'``), no download;
+  the Hugging Face ``tokenizers`` package (``pip install 'tracker[tokenizer]'``), no download.
 - ``WordTokenizer``: the tracker's own (``tracker.inputs.word_tokenizer``), when there is no other.
 
 ``open_tokenizer`` picks one: the config's file first, then the target's endpoint (probed: vLLM's
@@ -43,7 +43,7 @@ class TokenizerFailed(Exception):
 
 
 class Tokenizer(Protocol):
-    """``name`` is recorded with the run; ids never include special tokens."""
+    """``name`` is recorded with the run. Ids never include special tokens."""
 
     @property
     def name(self) -> str: ...
@@ -248,7 +248,7 @@ class LlamaCppTokenizer(_EndpointTokenizer):
 
 
 def find_tokenizer_file(named: str, relative_to: Path | None = None) -> Path:
-    """Where a named tokenizer is: ``named`` relative to ``relative_to`` unless absolute; a
+    """Where a named tokenizer is: ``named`` relative to ``relative_to`` unless absolute. A
     directory means its ``tokenizer.json``. The path may not exist: the caller says so."""
     path = Path(named).expanduser()
     if not path.is_absolute() and relative_to is not None:
@@ -257,7 +257,7 @@ def find_tokenizer_file(named: str, relative_to: Path | None = None) -> Path:
 
 
 def resolve_tokenizer_path(config: LoadedConfig) -> Path | None:
-    """The config's ``target.tokenizer`` as a file: relative to the config file; a directory
+    """The config's ``target.tokenizer`` as a file, relative to the config file. A directory
     means its ``tokenizer.json``. A missing file is a config error."""
     named = config.config.target.tokenizer
     if named is None:

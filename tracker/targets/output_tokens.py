@@ -45,8 +45,8 @@ def drop_output_texts(records: Sequence[RequestRecord]) -> tuple[RequestRecord, 
 async def run_output_token_counts(records: Sequence[RequestRecord],
                                   tokenizer: Tokenizer | None) -> OutputCounts:
     """Each successful record's received text counted in ``tokenizer`` (one call per distinct
-    text, a few at once); the chunk check, with the reason, when there is no model tokenizer
-    or it fails. Never raises for the tokenizer."""
+    text, a few at once). When there is no model tokenizer or it fails, the chunk check is used,
+    with the reason. It never raises for the tokenizer."""
     if tokenizer is None or tokenizer.name == WORDS:
         return _uncounted(records)
     texts = sorted({r.output_text for r in records if r.ok and r.output_text is not None})

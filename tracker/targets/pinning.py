@@ -1,19 +1,19 @@
 """A launched server on CPUs of its own (``target.launch.cpus``), and the tracker's client off them.
 
 Where the engine and the load generator share cores, the engine's busy threads (vLLM's CPU build
-busy-polls every core it may use; a GPU build's API server and engine core are CPU-bound Python
+busy-polls every core it may use, and a GPU build's API server and engine core are CPU-bound Python
 processes too) keep the client's event loop off the CPU, and the run is client-bound ("starved",
 ``tracker.load.client_health``). ``launch.cpus: [0]`` gives the server its CPUs:
 
 - ``check_pinning``, before anything starts: each id is an online CPU of this host, and the CPUs
-  the tracker may use less these leave at least one for the client (``ConfigError`` otherwise);
+  the tracker may use less these leave at least one for the client (``ConfigError`` otherwise).
 - the server's supervisor (``tracker.targets.supervisor --cpus``) moves itself onto them before it
-  starts the server, so the server and every process and thread it starts run there;
+  starts the server, so the server and every process and thread it starts run there.
 - ``build_pinning_env``, for vLLM's CPU build (``is_vllm_cpu_build``): ``VLLM_CPU_OMP_THREADS_BIND``
-  (its OpenMP threads on those CPUs; one list per tensor-parallel rank, ``|``-separated) and
-  ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``, each only where the server's environment does not set it;
+  (its OpenMP threads on those CPUs, one list per tensor-parallel rank, ``|``-separated) and
+  ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``, each only where the server's environment does not set it.
 - ``keep_client_off``: every thread of the tracker's process (and so each thread and load worker
-  it starts) runs on the other CPUs while the server runs; each gets its own mask back after.
+  it starts) runs on the other CPUs while the server runs. Each gets its own mask back after.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def usable_cpus() -> frozenset[int]:
 
 
 def check_pinning(loaded: LoadedConfig) -> Pinning | None:
-    """``launch.cpus`` checked against this host; None when the config pins nothing."""
+    """``launch.cpus`` checked against this host, or None when the config pins nothing."""
     launch = loaded.config.target.launch
     if launch is None or launch.cpus is None:
         return None
@@ -100,8 +100,8 @@ def check_pinning(loaded: LoadedConfig) -> Pinning | None:
 
 def is_vllm_cpu_build(command: Sequence[str], env: Mapping[str, str]) -> bool:
     """Whether ``command`` runs vLLM's CPU build: "cpu" in the installed ``vllm``'s version, as
-    vLLM's own platform check reads it (or ``VLLM_TARGET_DEVICE=cpu``); False when it cannot be
-    told (a container command, no vLLM on the PATH)."""
+    vLLM's own platform check reads it (or ``VLLM_TARGET_DEVICE=cpu``). It is False when it
+    cannot be told (a container command, no vLLM on the PATH)."""
     if env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu":
         return True
     # imported here: vllm_install imports the launcher, which imports this module
@@ -156,9 +156,9 @@ def _set_affinity(thread: int, cpus: Iterable[int]) -> None:
 
 @contextlib.contextmanager
 def keep_client_off(server: frozenset[int]) -> Iterator[None]:
-    """Every thread of this process off ``server`` until the block ends; then each on its mask
-    from before (a thread started meanwhile: the mask of the thread that entered). Blocks nest:
-    one launched server at a time per tracker (runs are sequential)."""
+    """Keep every thread of this process off ``server`` until the block ends, then put each back
+    on its mask from before (a thread started meanwhile: the mask of the thread that entered).
+    Blocks nest: one launched server at a time per tracker (runs are sequential)."""
     entered = usable_cpus()
     saved = {thread: mask for thread in _threads()
              if (mask := _affinity(thread)) is not None}

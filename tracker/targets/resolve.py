@@ -1,8 +1,8 @@
 """Bring a serving config to life as an endpoint the load generator can reach.
 
-- ``sim``: the embedded simulator, started in-process on 127.0.0.1 (or attached via base_url);
+- ``sim``: the embedded simulator, started in-process on 127.0.0.1 (or attached via base_url).
 - ``openai``: any OpenAI-compatible endpoint (e.g. the TaoToken gateway), the key read from the
-  named environment variable; its latencies include the network round trip, and the run says so;
+  named environment variable. Its latencies include the network round trip, and the run says so.
 - ``vllm``: attach to a running server named by base_url (never stopped by us), or launch one
   with ``tracker.targets.launcher`` (always stopped, the whole process group).
 A server the tracker did not build in-process (attached, or launched once it is healthy) is
@@ -114,7 +114,7 @@ def describe_network(base_url: str) -> str:
 @asynccontextmanager
 async def open_target(loaded: LoadedConfig, log_dir: str | Path | None = None, *,
                       run_ordinal: int | None = None) -> AsyncIterator[TargetHandle]:
-    """The target, up; ``run_ordinal`` numbers the run for the embedded simulator's run-to-run
+    """The target, up. ``run_ordinal`` numbers the run for the embedded simulator's run-to-run
     speed draw (None: a fresh draw, as a real server varies from run to run)."""
     target = loaded.config.target
     headers = resolve_headers(loaded)

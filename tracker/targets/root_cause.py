@@ -5,7 +5,7 @@ failed. See root cause above", a resource_tracker ``UserWarning``), and the caus
 lines up, in the engine's own traceback (``ValueError: No common block size for 16 (CPU_ATTN:
 [MultipleOf(32)]).``) or as argparse's line (``vllm: error: unrecognized arguments: --swap-space
 4``). ``find_root_cause`` takes the first such line of the log, vLLM's prefixes (``(Worker pid=N)
-ERROR 12-02 07:34:02 [file.py:12]``) left out; INFO and WARNING lines and the wrappers that only
+ERROR 12-02 07:34:02 [file.py:12]``) left out. INFO and WARNING lines and the wrappers that only
 point elsewhere are skipped (a wrapper is the answer only when nothing else is there).
 ``parse_program`` names the program that failed, behind ``taskset``/``env``/``numactl``/``nice``
 wrappers. The line is the server's text: it is redacted before it is shown.
@@ -42,7 +42,7 @@ class RootCause:
 
 
 def _message(raw: str) -> str | None:
-    """The line without vLLM's prefix; None for an INFO/WARNING line."""
+    """The line without vLLM's prefix, or None for an INFO/WARNING line."""
     found = _PREFIX.match(raw)
     assert found is not None  # the pattern matches the empty prefix
     if found["level"] in _QUIET_LEVELS:
@@ -58,7 +58,7 @@ def _details(messages: Sequence[str | None], start: int) -> str:
 
 def find_root_cause(text: str) -> RootCause | None:
     """The first exception or argparse error line of a server's log (a wrapper only when it is
-    all there is); None when the log has neither."""
+    all there is), or None when the log has neither."""
     # numbered as an editor numbers them; a progress bar's \r-separated updates: the last shown
     lines = [line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n")]
     messages = [_message(line) for line in lines]

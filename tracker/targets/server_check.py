@@ -4,17 +4,18 @@ Once the target answers (an attached server before anything is sent, a launched 
 healthy), three reads:
 
 - ``GET /version``: vLLM answers ``{"version": "0.32.0"}``, the tracker's simulator
-  ``{"version": "tracker-sim X"}``; a server that says it is the simulator makes the run simulated;
-- ``GET /v1/models``: the served model names, each with its ``max_model_len``;
+  ``{"version": "tracker-sim X"}``. A server that says it is the simulator makes the run
+  simulated.
+- ``GET /v1/models``: the served model names, each with its ``max_model_len``.
 - ``GET /metrics``: the labels of ``vllm:cache_config_info`` (``block_size``,
   ``enable_prefix_caching``, ``gpu_memory_utilization``, ``cache_dtype``, ...).
 
 Then, against the config:
 
-- a ``target.model`` the server does not serve is a ``ConfigError`` naming the served models,
-  where the server routes by model name (vLLM and the simulator answer 404 for another one);
-  elsewhere (llama.cpp ignores the name) it is a warning;
-- each engine field the config sets and the server reports otherwise is a warning: the run
+- A ``target.model`` the server does not serve is a ``ConfigError`` naming the served models,
+  where the server routes by model name (vLLM and the simulator answer 404 for another one).
+  Elsewhere (llama.cpp ignores the name) it is a warning.
+- Each engine field the config sets and the server reports otherwise is a warning: the run
   measures the server as it runs, not as the config says. The warnings are stored with the run
   (``tracker.results.SERVER_CHECK_KEY``) and shown by ``tracker run``, ``tracker show`` and the
   gate report.
@@ -82,7 +83,7 @@ class ServedModel:
 
 @dataclass(frozen=True, slots=True)
 class ServerFacts:
-    """What the server said about itself; None: it did not say (or could not be asked)."""
+    """What the server said about itself, or None when it did not say (or could not be asked)."""
 
     version: str | None  # /version's "version", as the server wrote it
     models: tuple[ServedModel, ...] | None  # /v1/models
@@ -90,7 +91,8 @@ class ServerFacts:
 
     @property
     def engine(self) -> str | None:
-        """"vllm 0.32.0", "tracker-sim 0.9.0"; None when /version did not say."""
+        """The engine and its version ("vllm 0.32.0", "tracker-sim 0.9.0"), or None when
+        /version did not say."""
         if self.version is None:
             return None
         return self.version if " " in self.version else f"vllm {self.version}"
@@ -111,7 +113,7 @@ class ServerCheck:
     warnings: tuple[str, ...]
 
     def environment_facts(self) -> dict[str, object]:
-        """What the run's environment records (``SERVER_CHECK_KEY``); nothing secret."""
+        """What the run's environment records (``SERVER_CHECK_KEY``), which holds nothing secret."""
         models = self.facts.models
         return {SERVER_CHECK_KEY: {
             "version": self.facts.version,
@@ -135,7 +137,7 @@ def parse_version(body: Any) -> str | None:
 
 
 def parse_served_models(body: Any) -> tuple[ServedModel, ...] | None:
-    """``/v1/models``' ``data`` as served models; None when it is not that list."""
+    """``/v1/models``' ``data`` as served models, or None when it is not that list."""
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list):
         return None
@@ -151,7 +153,7 @@ def parse_served_models(body: Any) -> tuple[ServedModel, ...] | None:
 
 def parse_cache_config(text: str) -> dict[str, str] | None:
     """The labels of ``vllm:cache_config_info`` (``tracker.telemetry.server_metrics``' parser),
-    redacted; None when the exposition has none."""
+    redacted, or None when the exposition has none."""
     labels = parse_cache_config_info(text)
     if labels is None:
         return None
@@ -211,7 +213,7 @@ def _listed(models: Sequence[ServedModel]) -> str:
 
 def check_served_model(facts: ServerFacts, loaded: LoadedConfig, where: str) -> str | None:
     """A ``ConfigError`` when a server that routes by model name does not serve
-    ``target.model``; a warning when another server does not list it; None when it is served
+    ``target.model``, a warning when another server does not list it, and None when it is served
     or the server lists nothing."""
     model = loaded.config.target.model
     if facts.models is None or any(m.name == model for m in facts.models):
@@ -238,7 +240,7 @@ def compute_server_check(facts: ServerFacts, loaded: LoadedConfig, where: str) -
 
 async def _get(session: aiohttp.ClientSession, endpoint: Endpoint, path: str,
                *, json_body: bool) -> Any:
-    """The answer's JSON (or text); None for anything but a 200 that parses."""
+    """The answer's JSON (or text), or None for anything but a 200 that parses."""
     try:
         async with session.get(endpoint.url(path), headers=endpoint.headers) as response:
             if response.status != 200:
@@ -252,7 +254,7 @@ async def _get(session: aiohttp.ClientSession, endpoint: Endpoint, path: str,
 
 async def run_server_facts(endpoint: Endpoint,
                            timeout_s: float = REQUEST_TIMEOUT_S) -> ServerFacts:
-    """``/version``, ``/v1/models`` and ``/metrics``' cache config, asked at once; what does
+    """``/version``, ``/v1/models`` and ``/metrics``' cache config, asked at once. What does
     not answer is None."""
     root = Endpoint(endpoint.base_url.rstrip("/").removesuffix("/v1"), endpoint.headers)
     async with aiohttp.ClientSession(

@@ -2,17 +2,17 @@
 
 Two sources, and a fact either gives is kept:
 
-- its ``/metrics`` ``vllm:cache_config_info`` (``compute_cache_config_facts``), the same on every
+- Its ``/metrics`` ``vllm:cache_config_info`` (``compute_cache_config_facts``), the same on every
   platform: KV-cache tokens (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``),
   KV-cache bytes (``kv_cache_memory_bytes``: the CPU build sets it, a GPU build only where
   ``--kv-cache-memory-bytes`` was given), ``block_size``, ``enable_prefix_caching`` and
   ``kv_cache_max_concurrency``. Read once the server is healthy: a launched server's here
   (``fetch_startup_facts``), an attached one's by its server check (``tracker.targets.server_check``
-  keeps the labels in the run's environment, and the reports read them with this function);
-- a launched server's log (``parse_startup_log``), in the GPU wording ("Model loading took 14.99
+  keeps the labels in the run's environment, and the reports read them with this function).
+- A launched server's log (``parse_startup_log``), in the GPU wording ("Model loading took 14.99
   GiB memory and 36.57 seconds", "Available KV cache memory: 32.08 GiB", "GPU KV cache size:
   90,841 tokens") and the CPU build's ("Loading weights took 0.03 seconds", "Explicitly set
-  (1.0/8.96) GiB for KV cache", "CPU KV cache size: 1,048,576 tokens"); only the log states the
+  (1.0/8.96) GiB for KV cache", "CPU KV cache size: 1,048,576 tokens"). Only the log states the
   weights' memory and the load time.
 
 Where both state a fact the metrics win (exact integers, where the log rounds to 0.01 GiB). A
@@ -33,7 +33,7 @@ from tracker.telemetry.server_metrics import run_fetch_cache_config
 
 @dataclass(frozen=True, slots=True)
 class StartupFacts:
-    """What the server said about itself while starting; ``None``: it did not say."""
+    """What the server said about itself while starting, where ``None`` means it did not say."""
 
     engine_version: str | None = None
     weights_memory_bytes: int | None = None
@@ -72,7 +72,7 @@ def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
 
 
 def parse_startup_log(text: str) -> StartupFacts:
-    """The startup facts in a vLLM log; the last statement of each wins (a restart repeats them)."""
+    """The startup facts in a vLLM log. The last statement of each wins (a restart repeats them)."""
     version, loading = _last(_VERSION, text), _last(_MODEL_LOADING, text)
     weights, kv_memory = _last(_WEIGHTS_LOADING, text), _last(_KV_MEMORY, text)
     kv_tokens, concurrency = _last(_KV_TOKENS, text), _last(_CONCURRENCY, text)
@@ -90,7 +90,7 @@ def parse_startup_log(text: str) -> StartupFacts:
 
 
 def _label_int(labels: Mapping[str, str], name: str) -> int | None:
-    """A label's whole number; None when absent, "None" or not a number."""
+    """A label's whole number, or None when absent, "None" or not a number."""
     try:
         value = int(labels.get(name, ""))
     except ValueError:
@@ -120,6 +120,6 @@ def compute_cache_config_facts(labels: Mapping[str, str] | None) -> StartupFacts
 
 
 async def fetch_startup_facts(endpoint: Endpoint) -> StartupFacts:
-    """The facts a running vLLM's ``/metrics`` states (launched or attached); empty when it
+    """The facts a running vLLM's ``/metrics`` states (launched or attached), empty when it
     states none or does not answer."""
     return compute_cache_config_facts(await run_fetch_cache_config(endpoint))

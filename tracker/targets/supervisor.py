@@ -55,7 +55,7 @@ _PROC = Path("/proc")
 
 
 def _stat_fields(pid: int) -> list[str] | None:
-    """``/proc/PID/stat`` from the state on (field 3 is index 0); None without it."""
+    """``/proc/PID/stat`` from the state on (field 3 is index 0), or None without it."""
     try:
         return (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -106,8 +106,10 @@ def signal_group(pgid: int, signum: signal.Signals) -> None:
 
 
 def stop_group(pgid: int, grace_s: float, reap: Callable[[], object] = lambda: None) -> None:
-    """SIGTERM to the whole group, SIGKILL to what is left after ``grace_s``; ``reap`` is called
-    while waiting (a parent polls its child there, so the child does not stay a zombie)."""
+    """Send SIGTERM to the whole group and SIGKILL to what is left after ``grace_s``.
+
+    ``reap`` is called while waiting (a parent polls its child there, so the child does not stay
+    a zombie)."""
     signal_group(pgid, signal.SIGTERM)
     deadline_s = time.monotonic() + grace_s
     while time.monotonic() < deadline_s:
@@ -145,7 +147,7 @@ def write_pid_file(path: Path, record: PidRecord) -> None:
 
 
 def read_pid_file(path: Path) -> PidRecord | None:
-    """The record in ``path``; None when it is unreadable or not one of ours."""
+    """The record in ``path``, or None when it is unreadable or not one of ours."""
     try:
         return PidRecord(**parse_untrusted_json(path.read_text(encoding="utf-8")))
     except (OSError, UntrustedJSONError, TypeError):
@@ -159,7 +161,7 @@ def _still_running(pid: int, start_ticks: int | None) -> bool:
 
 def reap_leftover_servers(directory: Path, grace_s: float) -> list[PidRecord]:
     """Stop the servers launched on this host whose tracker and supervisor are both gone (their
-    pid files in ``directory``); returns what was reaped. Others' live servers are left alone."""
+    pid files in ``directory``) and return what was reaped. Others' live servers are left alone."""
     reaped: list[PidRecord] = []
     for path in sorted(directory.glob("*.pid")):
         record = read_pid_file(path)
@@ -209,7 +211,7 @@ def _say(message: dict[str, object]) -> None:
 
 
 def read_secrets(source: IO[str]) -> None:
-    """Register the secrets the launcher sends (one JSON line); nothing when it sends none."""
+    """Register the secrets the launcher sends (one JSON line), if it sends any."""
     try:
         said = parse_untrusted_json(source.readline() or "{}")
     except (OSError, UntrustedJSONError):

@@ -1,12 +1,12 @@
 """GPU energy over a workload: NVML's energy counter, else the sampled power integrated.
 
 ``nvmlDeviceGetTotalEnergyConsumption`` (Volta and newer) is a per-GPU counter in millijoules
-since the driver loaded; its difference between the workload's start and end is the energy the
+since the driver loaded. Its difference between the workload's start and end is the energy the
 GPU drew. Where the device or the binding lacks it (``NVMLError_NotSupported``, or no such
 function), the power samples are integrated over time (trapezoids between samples), and
 ``energy_source`` says which. The counter is refreshed about every 100 ms and the power
 reading is itself an average over up to a second, so a workload shorter than
-``MIN_RELIABLE_S`` gets a note; so does a GPU other compute processes were using (the energy is
+``MIN_RELIABLE_S`` gets a note. So does a GPU other compute processes were using (the energy is
 the whole GPU's, not only the target's).
 """
 
@@ -25,7 +25,7 @@ MIN_RELIABLE_S = 1.0
 
 
 def read_energy_mj(nvml: Any, handle: Any) -> int | None:
-    """The GPU's energy counter in millijoules; None where the device or binding has none."""
+    """The GPU's energy counter in millijoules, or None where the device or binding has none."""
     getter = getattr(nvml, "nvmlDeviceGetTotalEnergyConsumption", None)
     if getter is None:
         return None
@@ -36,7 +36,7 @@ def read_energy_mj(nvml: Any, handle: Any) -> int | None:
 
 
 def compute_sampled_energy_j(index: int, samples: Sequence[GpuSample]) -> float | None:
-    """The power samples of GPU ``index`` integrated over their times (trapezoids); None with
+    """The power samples of GPU ``index`` integrated over their times (trapezoids), or None with
     fewer than two power readings (no span to integrate over)."""
     points = [(s.t_s, s.power_w) for s in samples if s.gpu_index == index and s.power_w is not None]
     if len(points) < 2:
@@ -56,7 +56,7 @@ def compute_device_energy(index: int, start_mj: int | None, end_mj: int | None,
 
 def read_other_processes(nvml: Any, handles: Sequence[tuple[int, Any]]) -> dict[int, list[int]]:
     """GPU index -> the pids of its compute processes, for GPUs with more than one (the target
-    is one process per GPU; more means something else shared it). Empty where NVML cannot say."""
+    is one process per GPU, so more means something else shared it). Empty where NVML cannot say."""
     getter = getattr(nvml, "nvmlDeviceGetComputeRunningProcesses", None)
     shared: dict[int, list[int]] = {}
     if getter is None:
@@ -70,7 +70,7 @@ def read_other_processes(nvml: Any, handles: Sequence[tuple[int, Any]]) -> dict[
 
 
 def compute_energy_note(duration_s: float | None, shared: dict[int, list[int]]) -> str | None:
-    """Why the energy may not be the workload's alone, in words; None when nothing says so."""
+    """Why the energy may not be the workload's alone, in words, or None when nothing says so."""
     notes = []
     if duration_s is not None and duration_s < MIN_RELIABLE_S:
         notes.append(f"the workload lasted {duration_s:.3g} s, under the {MIN_RELIABLE_S:g} s "

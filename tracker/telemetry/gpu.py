@@ -4,7 +4,7 @@ The sampler reads every selected GPU ``sample_hz`` times a second while a worklo
 used, GPU and memory utilisation, power, SM clock, temperature and the clock-event (throttle)
 reasons. At the workload's start and end it reads each GPU's energy counter
 (``tracker.telemetry.energy``: joules per GPU, from the counter or the sampled power). A reading
-a device does not support is None; no driver (``pynvml.NVMLError``, e.g.
+a device does not support is None. No driver (``pynvml.NVMLError``, e.g.
 "NVML Shared Library Not Found") makes the whole workload "not measured" with that reason and
 never fails the run. ``nvml`` is the module to use: the real ``pynvml`` unless a test injects a
 fake (the only fake in the tracker's tests).
@@ -64,7 +64,7 @@ def describe_nvml_error(exc: BaseException) -> str:
 
 
 class _Reader:
-    """One device handle's readings; any NVML error on a field makes that field None."""
+    """One device handle's readings. Any NVML error on a field makes that field None."""
 
     def __init__(self, nvml: Any, handle: Any) -> None:
         self.nvml = nvml
@@ -109,7 +109,10 @@ class _Reader:
 
 
 class GpuSampler:
-    """Start before a workload, stop after it; ``stop`` returns what was measured or why not."""
+    """GPU samples over one workload: started before it and stopped after it.
+
+    ``stop`` returns what was measured or why not.
+    """
 
     def __init__(self, sample_hz: float = DEFAULT_SAMPLE_HZ, *, nvml: Any = None,
                  indices: Sequence[int] | None = None, clock: Clock = time.monotonic,
@@ -203,7 +206,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def compute_device_summary(index: int, name: str | None, memory_total_bytes: int | None,
                            samples: Sequence[GpuSample]) -> GpuDeviceSummary:
-    """Peaks and means of one GPU's samples; a reading never reported stays None."""
+    """Peaks and means of one GPU's samples. A reading never reported stays None."""
     own = [s for s in samples if s.gpu_index == index]
 
     def values(attr: str) -> list[float]:

@@ -5,33 +5,34 @@ counters' deltas are the measured requests' alone: ``request_success`` equals th
 succeeded, not those plus the warm-up.
 
 The exposition text is parsed with ``prometheus_client``'s parser. vLLM's names are read with
-either prefix (``vllm:`` or the ``vllm_`` some setups expose); llama.cpp's (``llamacpp:``) and
+either prefix (``vllm:`` or the ``vllm_`` some setups expose). llama.cpp's (``llamacpp:``) and
 SGLang's (``sglang:``) are read as vLLM's where they mean the same (``LLAMACPP_NAMES``,
-``SGLANG_NAMES``); every other sample is dropped. Values are summed over label sets
-(``model_name``, ``finished_reason``, engines, data-parallel ranks), fractions excepted (their
-max). What is kept, per workload, under vLLM's names:
+``SGLANG_NAMES``). Every other sample is dropped. Values are summed over label sets
+(``model_name``, ``finished_reason``, engines, data-parallel ranks), except fractions, which
+take their max. What is kept, per workload, under vLLM's names:
 
-- gauges, as ``<name>_peak`` and ``<name>_mean`` over the scrapes taken while it ran (the final one
-  included): ``kv_cache_usage`` (0..1; ``kv_cache_usage_perc``, or the deprecated
+- Gauges, as ``<name>_peak`` and ``<name>_mean`` over the scrapes taken while it ran (the final
+  one included): ``kv_cache_usage`` (0..1, from ``kv_cache_usage_perc`` or the deprecated
   ``gpu_cache_usage_perc``), ``num_requests_running``, ``num_requests_waiting``, and the
   simulator's ``tracker_sim:gpu_memory_used_bytes`` as ``gpu_memory_used_bytes`` (its simulated
-  GPU's memory, read as the target's GPU memory by ``tracker.metrics.compute_gpu_memory``);
-- counters, as the delta from the scrape before to the scrape after (a labelled counter that
+  GPU's memory, read as the target's GPU memory by ``tracker.metrics.compute_gpu_memory``).
+- Counters, as the delta from the scrape before to the scrape after (a labelled counter that
   appears during the workload counts from 0): ``num_preemptions``,
   ``prompt_tokens``, ``prompt_tokens_cached``, ``generation_tokens``, ``request_success``,
-  ``prefix_cache_queries``, ``prefix_cache_hits`` (also the older ``gpu_prefix_cache_*`` names);
+  ``prefix_cache_queries``, ``prefix_cache_hits`` (also the older ``gpu_prefix_cache_*`` names).
 - ``prefix_cache_hit_rate``: the share of prompt tokens served from the prefix cache over the
-  workload, from counter deltas (``compute_hit_rate``); only a server with no such counters (vLLM
-  V0, an older SGLang) gets its hit-rate gauge's mean over the scrapes instead; neither: absent;
-- the server's own latency histograms as means over the workload (Δsum / Δcount):
+  workload, from counter deltas (``compute_hit_rate``). Only a server with no such counters
+  (vLLM V0, an older SGLang) gets its hit-rate gauge's mean over the scrapes instead. With
+  neither, it is absent.
+- The server's own latency histograms as means over the workload (Δsum / Δcount):
   ``server_ttft_mean_s``, ``server_tpot_mean_s``, ``server_itl_mean_s``, ``server_e2el_mean_s``,
-  ``server_queue_time_mean_s``, ``server_prefill_time_mean_s``, ``server_decode_time_mean_s``;
-- speculative decoding, where the server drafts: vLLM's ``spec_decode_*`` counters' deltas and
+  ``server_queue_time_mean_s``, ``server_prefill_time_mean_s``, ``server_decode_time_mean_s``.
+- Speculative decoding, where the server drafts: vLLM's ``spec_decode_*`` counters' deltas and
   the acceptance rate, mean acceptance length and per-position rates they give
   (``tracker.telemetry.spec_decode``).
 
-A target without ``/metrics`` (404, refused, none of these names declared) is "not measured", never
-an error; so is one whose kept lines do not parse (the reason quotes the parser).
+A target without ``/metrics`` (404, refused, none of these names declared) is "not measured",
+never an error. So is one whose kept lines do not parse (the reason quotes the parser).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class ScrapeError(Exception):
 
 
 def _vllm_names(sample_name: str) -> tuple[str, ...]:
-    """The vLLM names (without the prefix) a sample counts towards; () for one not kept."""
+    """The vLLM names (without the prefix) a sample counts towards, or () for one not kept."""
     for prefix, names in ENGINE_NAMES.items():
         if sample_name.startswith(prefix):
             return names.get(sample_name[len(prefix):], ())
@@ -196,7 +197,7 @@ def _delta(before: Mapping[str, float], after: Mapping[str, float],
 
 
 def compute_hit_rate(counters: Mapping[str, float]) -> float | None:
-    """Prefix-cache hits / queries from counter deltas (``HIT_RATE_COUNTERS``); None when no
+    """Prefix-cache hits / queries from counter deltas (``HIT_RATE_COUNTERS``), or None when no
     pair was measured or nothing was queried."""
     for hits_key, queries_key in HIT_RATE_COUNTERS:
         hits, queries = counters.get(hits_key), counters.get(queries_key)
@@ -207,7 +208,7 @@ def compute_hit_rate(counters: Mapping[str, float]) -> float | None:
 
 def compute_server_values(before: Mapping[str, float], during: Sequence[Mapping[str, float]],
                           after: Mapping[str, float]) -> dict[str, float]:
-    """The workload's summary from its scrapes (pure); a metric never exposed is absent."""
+    """The workload's summary from its scrapes (pure). A metric never exposed is absent."""
     values: dict[str, float] = {}
     window = [*during, after]
     for key, names in GAUGES.items():
@@ -267,8 +268,8 @@ CACHE_CONFIG_INFO = ("vllm:cache_config_info", "vllm_cache_config_info")
 def parse_cache_config_info(text: str) -> dict[str, str] | None:
     """The labels of vLLM's ``cache_config_info`` (its CacheConfig, every value a string:
     ``block_size``, ``kv_cache_size_tokens``, ``kv_cache_memory_bytes``, ``enable_prefix_caching``,
-    ``num_gpu_blocks``, ...), the first engine's where there are several; None when the text has
-    none or its line does not parse."""
+    ``num_gpu_blocks``, ...), the first engine's where there are several. It is None when the
+    text has none or its line does not parse."""
     lines = [line for line in (raw.strip() for raw in text.splitlines())
              if line and not line.startswith("#") and _sample_name(line) in CACHE_CONFIG_INFO]
     try:
@@ -280,7 +281,7 @@ def parse_cache_config_info(text: str) -> dict[str, str] | None:
 
 
 async def run_fetch_cache_config(endpoint: Endpoint) -> dict[str, str] | None:
-    """``parse_cache_config_info`` of one scrape of the target; None when it has none or
+    """``parse_cache_config_info`` of one scrape of the target, or None when it has none or
     ``/metrics`` does not answer (never raises for the target)."""
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) as session:
         try:
@@ -297,8 +298,8 @@ def _declares_engine_metrics(text: str) -> bool:
 
 
 class ServerScraper:
-    """``await start()`` once a workload's warm-up has ended, ``await stop()`` after its last
-    request; never raises for the target."""
+    """Call ``await start()`` once a workload's warm-up has ended and ``await stop()`` after
+    its last request. It never raises for the target."""
 
     def __init__(self, endpoint: Endpoint, interval_s: float = DEFAULT_SCRAPE_INTERVAL_S) -> None:
         self.endpoint = endpoint

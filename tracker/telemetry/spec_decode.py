@@ -9,9 +9,9 @@ position was accepted). From their deltas over the workload (from the end of its
 every counter: ``tracker.telemetry.server_metrics``), with vLLM's own formulas:
 
 - ``spec_decode_acceptance_rate`` = accepted tokens / draft tokens (vLLM's "draft acceptance
-  rate");
+  rate").
 - ``spec_decode_mean_acceptance_length`` = 1 + accepted tokens / drafts (vLLM's "mean
-  acceptance length", counting the bonus token the target adds to every step);
+  acceptance length", counting the bonus token the target adds to every step).
 - ``spec_decode_acceptance_rate_pos_<i>`` = drafts whose position ``i`` was accepted / drafts
   (vLLM's "per-position acceptance rate").
 
@@ -43,7 +43,7 @@ _POSITION = re.compile(r"^\d{1,4}$")
 
 def compute_sample_key(name: str, labels: Mapping[str, str]) -> str | None:
     """The key a parsed sample is kept under: the per-position counter by its ``position``
-    label (``spec_decode_accepted_tokens_pos_0``; None for a position that is not a small
+    label (``spec_decode_accepted_tokens_pos_0``, or None for a position that is not a small
     number), any other name as it is."""
     if name not in PER_POSITION_NAMES:
         return name
@@ -57,8 +57,8 @@ def is_position_key(key: str) -> bool:
 
 def compute_position_deltas(before: Mapping[str, float],
                             after: Mapping[str, float]) -> dict[str, float]:
-    """Each position's counter delta over the workload (one that first appears: from 0; one
-    that went down, a restarted server: left out)."""
+    """Each position's counter delta over the workload (one that first appears counts from 0,
+    and one that went down, a restarted server, is left out)."""
     deltas: dict[str, float] = {}
     for key, end in after.items():
         if is_position_key(key):
@@ -70,7 +70,7 @@ def compute_position_deltas(before: Mapping[str, float],
 
 def compute_acceptance(counters: Mapping[str, float]) -> dict[str, float]:
     """The acceptance rate, the mean acceptance length and each position's rate from counter
-    deltas (``spec_decode_drafts`` and the rest); {} when nothing was drafted or the server does
+    deltas (``spec_decode_drafts`` and the rest), or {} when nothing was drafted or the server does
     not count drafts."""
     drafts = counters.get("spec_decode_drafts")
     draft_tokens = counters.get("spec_decode_draft_tokens")

@@ -1,8 +1,8 @@
 """Both samplers around one workload: the GPU's from before the first request, the server's
-from the end of the warm-up (its counters are the measured requests' alone); both stop after the
+from the end of the warm-up (its counters are the measured requests' alone). Both stop after the
 last request.
 
-The GPU sampler is a thread (NVML calls block); the server scraper is a task on the runner's
+The GPU sampler is a thread (NVML calls block), and the server scraper is a task on the runner's
 loop. Neither can fail the workload: whatever they could not measure comes back with a reason.
 """
 
@@ -33,7 +33,7 @@ class WorkloadTelemetry:
         await self.server.start()
 
     async def stop(self, *, complete: bool = True) -> tuple[GpuTelemetry, ServerTelemetry]:
-        """Stop both; ``complete`` False (a cut-short workload) skips the final scrape."""
+        """Stop both. ``complete`` False (a cut-short workload) skips the final scrape."""
         server = await self.server.stop(final_scrape=complete)
         gpu = await asyncio.to_thread(self.gpu.stop)
         return gpu, server
