@@ -18,7 +18,6 @@ _.data_received  # asyncio.Protocol callback
 _.resume_writing  # asyncio.Protocol flow-control callback
 _.eof_received  # asyncio.Protocol callback
 _.connection_lost  # asyncio.Protocol callback
-_.writelines  # TextIO's method on the redacting stream that replaces sys.stdout/stderr
 _.exc_type  # __exit__/__aexit__ parameters: the context-manager protocol's signature
 _.tb  # __aexit__ parameter (load/client.py): the context-manager protocol's signature
 _.autogen_context  # Alembic's render_item callback signature (migrations/env.py)
@@ -33,6 +32,7 @@ _.post_processor  # read by the tokenizers library (bench/vllm_server.py)
 _.save_host_job  # docs/multihost.md: a load host's share, written for `python -c` on that host
 _.run_host_share  # docs/multihost.md: what each load host runs (`python -c`, in tests too)
 _.leftover_processes  # bench/vllm_server.py: the probe the vLLM tests assert is empty
+_.forget_secrets  # docs/security.md: a clean redaction registry (tests/conftest.py, each test)
 _.resamples  # compare_samples() keeps accepting it for old callers (docs/analysis.md)
 _.FIXED  # a RegressionStatus the dashboard's triage form sets by value: RegressionStatus(status)
 

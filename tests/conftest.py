@@ -25,10 +25,13 @@ from tracker.store import open_store, redact_url, resolve_db_url
 
 
 @pytest.fixture(autouse=True)
-def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts with no known secrets: a process only ever adds to them, and one test's
-    word-like test key ("sk-should-never-be-stored-…") would hide words in the next one's output."""
-    monkeypatch.setattr(redaction, "_KNOWN", redaction._Known())
+def fresh_secrets() -> Iterator[None]:
+    """Each test starts with no known secrets (and leaves none): a process only ever adds to them,
+    and one test's word-like test key ("sk-should-never-be-stored-…") would hide words in the
+    next one's output."""
+    redaction.forget_secrets()
+    yield
+    redaction.forget_secrets()
 
 # --- databases -----------------------------------------------------------------------------
 

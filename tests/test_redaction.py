@@ -1,24 +1,32 @@
-"""The one redaction: what it hides (known secrets whole and in pieces, token shapes, credentials
-after their words) and what it leaves alone (the tracker's own words, numbers, short values)."""
+"""The one redaction: what it hides (registered secrets whole and in pieces, secret-named
+environment variables whole, token shapes, credentials after their words), what it leaves alone
+(the tracker's own words, numbers, short values, ordinary words), and its exits: every printed
+line (``say``), every log line (``RedactingFormatter``) and a real command's stdout and stderr."""
 
 from __future__ import annotations
 
+import io
 import logging
+import os
+import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from tracker.redaction import (
     MARK,
+    RedactingFormatter,
     escape_markdown,
+    forget_secrets,
     redact_data,
     redact_text,
-    redacted_output,
     refresh_environment,
     register_secret,
     register_url_credentials,
+    say,
 )
 
 KEY = "qz7Rw2Lk9Xv4Tn8Hb3Mc"  # no known token shape: hidden only because it is registered
@@ -121,17 +129,83 @@ def test_markdown_escaping_shows_markup_as_text_and_hides_the_key() -> None:
     assert "\n" not in shown and KEY[:6] not in shown
 
 
-def test_a_commands_output_and_log_records_pass_the_redaction(
-        capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING), redacted_output():
-        print(f"printed {KEY}")
-        print(f"warned {KEY}", file=sys.stderr)
-        logging.getLogger("tracker.test").warning("logged %s", KEY)
+def test_say_redacts_what_it_writes_to_stdout_stderr_or_a_stream(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    stream = io.StringIO()
+    say(f"printed {KEY}")
+    say(f"warned {KEY.upper()}", err=True)
+    say(f"\rprogress {KEY[-8:]}", stream=stream, end="")
     out, err = capsys.readouterr()
-    assert out == f"printed {MARK}\n" and err == f"warned {MARK}\n"
-    assert caplog.records[-1].getMessage() == f"logged {MARK}"
-    print(f"after {KEY}")  # the command is over: the streams are the originals again
-    assert capsys.readouterr().out == f"after {KEY}\n"
+    assert (out, err) == (f"printed {MARK}\n", f"warned {MARK}\n")
+    assert stream.getvalue() == f"\rprogress {MARK}"
+
+
+def test_a_log_line_is_redacted_whole_arguments_and_traceback_included() -> None:
+    try:
+        raise ValueError(f"the gateway said {KEY}")
+    except ValueError:
+        record = logging.LogRecord("tracker.test", logging.ERROR, __file__, 1, "sent %s",
+                                   (KEY[:10],), sys.exc_info())
+    line = RedactingFormatter("%(levelname)s %(message)s").format(record)
+    assert line.startswith(f"ERROR sent {MARK}") and f"the gateway said {MARK}" in line
+    assert not any(KEY[i:i + 6] in line for i in range(len(KEY) - 5))
+
+
+def test_forgetting_secrets_starts_from_a_clean_registry() -> None:
+    assert redact_text(f"key {KEY}") == f"key {MARK}"
+    forget_secrets()
+    assert redact_text(f"key {KEY}") == f"key {KEY}"
+
+
+def _leaks(text: str, key: str) -> list[str]:
+    folded = text.lower()
+    return [key[i:i + 6] for i in range(len(key) - 5) if key[i:i + 6].lower() in folded]
+
+
+# A real `tracker` process whose command (a stand-in for one that meets an echoed key) registers
+# its key, then prints it, logs it, warns with a piece of it and fails quoting it.
+COMMAND_THAT_MEETS_ITS_KEY = """\
+import logging, sys, warnings
+from tracker.cli import main as cli
+from tracker.errors import UsageError
+from tracker.redaction import register_secret, say
+
+key = sys.argv[1]
+
+def command(args):
+    register_secret(key)
+    say(f"printed {key}")
+    logging.getLogger("tracker.test").warning("logged %s", key.upper())
+    warnings.warn(f"warned {key[-8:]}", stacklevel=1)
+    raise UsageError(f"refused {key[:10]}")
+
+cli.dispatch = command
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(("command", "log_line"), [
+    (["runs"], f"logged {MARK}\n"),
+    (["worker", "--exit-when-empty"], f" WARNING tracker.test: logged {MARK}\n"),
+], ids=["a-command", "a-worker"])
+def test_a_commands_stdout_stderr_and_log_lines_carry_no_registered_secret(
+        command: list[str], log_line: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", COMMAND_THAT_MEETS_ITS_KEY, KEY, *command],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == f"printed {MARK}\n"
+    assert log_line in done.stderr and f"warned {MARK}" in done.stderr
+    assert done.stderr.endswith(f"error: refused {MARK}\n")
+    assert not _leaks(done.stdout + done.stderr, KEY), done.stderr
+
+
+def test_a_key_pasted_as_a_flags_value_is_hidden_in_the_parsers_error(tmp_path: Path) -> None:
+    env = {**os.environ, "TT_GATEWAY_API_KEY": KEY}  # known only by its variable's name
+    done = subprocess.run([sys.executable, "-m", "tracker", "show", KEY], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and f"(got '{MARK}')" in done.stderr, done.stderr
+    assert KEY not in done.stdout + done.stderr
 
 
 HEX_KEY = "3b7e1f9a0c4d2e8b6a5f7c9d1e3b0a42"  # an Azure-style key: 32 hex digits, no token shape
@@ -167,3 +241,16 @@ def test_a_secret_named_setting_that_names_code_hides_no_words(
     text = "the storage backend did not answer (keyring.backends.null.Keyring)"
     assert redact_text(text) == text
     assert "9f8e7d6c5b4a" not in redact_text("echo sk-test-9f8e7d6c5b4a")
+
+
+def test_a_secret_named_variable_is_hidden_whole_but_not_the_words_it_shares(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    value = "Zx81-storage-backend-Pq72"  # only its variable's name says it is a secret
+    monkeypatch.setenv("TT_STORE_TOKEN", value)
+    refresh_environment()
+    said = (f"got {value} / {value.upper()} / {quote('/' + value, safe='')}; "
+            "the storage backend did not answer")
+    assert redact_text(said) == (f"got {MARK} / {MARK} / %2F{MARK}; "
+                                 "the storage backend did not answer")
+    register_secret(value)  # a run that uses it as its key: now its pieces are hidden too
+    assert redact_text("the storage backend did not answer") == f"the {MARK} {MARK} did not answer"

@@ -1,27 +1,29 @@
-"""One redaction for every text that came from outside, applied at every exit.
+"""One redaction for every text that came from outside, applied explicitly at every exit.
 
 A gateway that echoes the key in its 401 body, a proxy that repeats the Authorization header, an
 exception that quotes a URL with a password: outside text is data, not trusted. Before such a text
 is stored, printed, rendered, written to a report or a log, or sent to a webhook, it goes through
 ``redact_text``, which hides:
 
-- the value of every secret this process knows (``register_secret``: the run's key, proxy and
-  webhook credentials, the database password) and of every environment variable whose name says
-  it holds one (``*KEY*``, ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``,
-  ``AUTH*``): the whole value, its percent-encoded forms, and any piece of 6 or more characters of
-  it (gateways echo a masked key, "sk-…wxyz", or its tail), in any letter case (a gateway that
-  upper-cases what it echoes, a 32-hex-digit key or a UUID in capitals);
+- every secret registered with this process (``register_secret``: the run's key, proxy and
+  webhook credentials, the database password): the whole value, its percent-encoded forms, and
+  any piece of 6 or more characters of it (gateways echo a masked key, "sk-…wxyz", or its tail);
+- the value of every environment variable whose name says it holds a secret (``*KEY*``,
+  ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``, ``AUTH*``): whole and
+  percent-encoded only, since its name is a guess and its pieces would hide ordinary words;
 - anything shaped like a known token (OpenAI, Anthropic, GitHub, Hugging Face, Slack, AWS,
   Google, JWTs), ``Bearer``/``Basic`` credentials, key-bearing headers and query parameters, and
   the password of any URL.
 
-The hidden part becomes ``[redacted]``. The function is pure given the known secrets; the set of
-secrets only grows during a process (nothing is ever un-registered).
+Known values are found in any letter case (a gateway that upper-cases what it echoes). The hidden
+part becomes ``[redacted]``. The function is pure given the known secrets, which only grow during
+a process until ``forget_secrets``. The exits call it themselves: ``say`` for every line printed,
+``RedactingFormatter`` on every log handler the tracker configures, and the store, report,
+webhook and dashboard writers at their boundaries; nothing swaps a stream or a logging hook.
 """
 
 from __future__ import annotations
 
-import contextlib
 import html
 import logging
 import os
@@ -29,12 +31,12 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, TextIO, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MARK = "[redacted]"
-PIECE_CHARS = 6  # any piece of a known secret this long or longer is hidden
+PIECE_CHARS = 6  # any piece of a registered secret this long or longer is hidden
 MIN_SECRET_CHARS = 6  # shorter values are not secrets worth hiding (and would hide words)
 
 # Environment variable names that hold a secret (the same rule refuses them in configs).
@@ -98,29 +100,33 @@ class _Known:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._values: set[str] = set()  # hidden whole and in pieces
-        self._whole_only: set[str] = set()  # hidden whole (a webhook's path: not random)
-        self._whole: re.Pattern[str] | None = None
-        self._pieces: re.Pattern[str] | None = None
-        self._grams: frozenset[str] = frozenset()
-        self._env_seen: dict[str, str] = {}
-        self._env_read_s: float | None = None
+        self.forget()
+
+    def forget(self) -> None:
+        with self._lock:
+            self._values: set[str] = set()  # registered: hidden whole and in pieces
+            self._whole_only: set[str] = set()  # hidden whole (a webhook's path, an env value)
+            self._whole: re.Pattern[str] | None = None
+            self._pieces: re.Pattern[str] | None = None
+            self._grams: frozenset[str] = frozenset()
+            self._env_seen: dict[str, str] = {}
+            self._env_read_s: float | None = None
 
     @property
     def values(self) -> frozenset[str]:
         return frozenset(self._values)
 
     def add(self, values: Iterable[str], *, pieces: bool = True) -> None:
-        known = self._values if pieces else self._whole_only
-        fresh = {v for v in (_clean(value) for value in values) if v and v not in known}
-        if not fresh:
-            return
+        fresh = {v for v in (_clean(value) for value in values) if v}
         with self._lock:
-            known |= fresh
-            self._rebuild()
+            known = self._values if pieces else self._whole_only
+            if fresh - known:
+                known |= fresh
+                self._rebuild()
 
     def refresh_environment(self, environ: Mapping[str, str], *, every_s: float = 0.0) -> None:
-        """Pick up secret-named variables; at most once per ``every_s`` (reading costs ~20 µs)."""
+        """Pick up secret-named variables (hidden whole) and proxy passwords (whole and in
+        pieces); at most once per ``every_s`` (reading costs ~20 µs)."""
         now_s = time.monotonic()
         if self._env_read_s is not None and now_s - self._env_read_s < every_s:
             return
@@ -129,8 +135,9 @@ class _Known:
                  if is_secret_name(name) or name.upper().endswith("_PROXY")}
         if found != self._env_seen:
             self._env_seen = dict(found)
-            self.add(value for name, value in found.items()
-                     if is_secret_name(name) and not _DOTTED_NAME.fullmatch(value.strip()))
+            self.add((value for name, value in found.items()
+                      if is_secret_name(name) and not _DOTTED_NAME.fullmatch(value.strip())),
+                     pieces=False)
             self.add(filter(None, (_url_password(v) for n, v in found.items()
                                    if n.upper().endswith("_PROXY"))))
 
@@ -209,7 +216,7 @@ def _clean(value: str) -> str | None:
 
 
 # A setting that names code, not a key: PYTHON_KEYRING_BACKEND=keyring.backends.null.Keyring, a
-# KEY_FUNC=module.function. Hiding it (and its pieces) would hide ordinary words ("backend").
+# KEY_FUNC=module.function. Not hidden: a line that names the code it ran keeps its words.
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+")
 _KNOWN = _Known()
 ENV_REFRESH_S = 1.0
@@ -235,6 +242,13 @@ def is_secret_name(name: str) -> bool:
     """An environment variable or flag name whose value is a secret (``OPENAI_API_KEY``…)."""
     bare = name.lstrip("-").replace("-", "_")
     return bare.upper() not in _NOT_SECRET_NAMES and bool(SECRET_NAME.search(bare))
+
+
+def forget_secrets() -> None:
+    """Start again from a clean registry: every registered secret is forgotten, and the
+    secret-named environment variables are read afresh at the next redaction. For a test, or a
+    long-lived process between jobs that must not hide one job's key in the next one's words."""
+    _KNOWN.forget()
 
 
 def register_secret(*values: str | None, pieces: bool = True) -> None:
@@ -354,48 +368,17 @@ def escape_markdown(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
 
 
-class RedactingStream:
-    """A text stream that redacts what is written to it (stdout/stderr of a command)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        self._stream.write(redact_text(text))
-        return len(text)
-
-    def writelines(self, lines: Iterable[str]) -> None:
-        for line in lines:
-            self.write(line)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer…
-        return getattr(self._stream, name)
+def say(text: str, *, err: bool = False, stream: TextIO | None = None, end: str = "\n") -> None:
+    """Write ``text``, redacted, and ``end`` to stdout (``err``: stderr; or ``stream``), then
+    flush: every line a tracker command, the simulator or a server prints goes through here."""
+    out = stream if stream is not None else sys.stderr if err else sys.stdout
+    out.write(redact_text(text) + end)
+    out.flush()
 
 
-@contextlib.contextmanager
-def redacted_output() -> Iterator[None]:
-    """For one command: everything printed or logged passes the redaction.
+class RedactingFormatter(logging.Formatter):
+    """A log line redacted whole (message, arguments, traceback): the formatter of every log
+    handler the tracker configures (``tracker.cli.main.logging_to_stderr``)."""
 
-    stdout and stderr are wrapped (progress, reports, ``error:`` lines, log handlers created on
-    them), and every log record's message is redacted when it is made (log files included).
-    """
-    refresh_environment()
-    saved_out, saved_err = sys.stdout, sys.stderr
-    factory = logging.getLogRecordFactory()
-
-    def redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = factory(*args, **kwargs)
-        record.msg, record.args = redact_text(record.getMessage()), None
-        return record
-
-    sys.stdout = cast(TextIO, RedactingStream(saved_out))
-    sys.stderr = cast(TextIO, RedactingStream(saved_err))
-    logging.setLogRecordFactory(redacting_factory)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved_out, saved_err
-        logging.setLogRecordFactory(factory)
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))

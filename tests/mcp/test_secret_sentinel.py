@@ -2,9 +2,11 @@
 older tracker stored it) reaches no tool's answer, no refusal, no resource and no log line.
 
 The demo's database gets, written with plain sqlite3 (no redaction), a text that holds two keys:
-one shaped like an OpenAI key (hidden by its shape) and one of no known shape, which the server
-knows as a secret only because its environment holds it under a name that says so (as a host's
-``OPENAI_API_KEY`` would), and which a gateway also echoed upper-cased and masked. The text goes
+one shaped like an OpenAI key (hidden by its shape, also as a gateway echoes it masked) and one
+of no known shape, which the server knows as a secret only because its environment holds it under
+a name that says so (as a host's ``OPENAI_API_KEY`` would): hidden whole, also upper-cased, and
+never cut in half where a tool quotes a bad argument (a masked echo of it is not hidden: a name
+is a guess, so only a registered key's pieces are; the server registers none). The text goes
 into every regression's note, attribution and triager, every run's host and reason, a
 workload's error classes, the bad config version's body, a queued request's error and worker,
 and a bisection's reason, culprits and probes. Then every tool is called (the writes allowed),
@@ -29,8 +31,8 @@ SHAPED = "sk-proj-MCPsentinel7Hq2Zx9Lw4Rt8Vb3Nc"
 PLAIN = "Qm7vX2kP9wL4tZ8rB3nY6cJ1"  # no token shape: hidden because the environment names it
 KEY_ENV = "TT_UPSTREAM_API_KEY"
 TEXT = (f"upstream said: key {SHAPED} / {PLAIN} / {PLAIN.upper()} / masked "
-        f"{PLAIN[:6]}****{PLAIN[-6:]}")
-PIECES = (SHAPED, SHAPED[-8:], PLAIN, PLAIN[-6:], PLAIN[5:13], PLAIN[:8])
+        f"{SHAPED[:8]}****{SHAPED[-6:]}")
+PIECES = (SHAPED, SHAPED[-8:], SHAPED[-6:], PLAIN, PLAIN[-6:], PLAIN[5:13], PLAIN[:8])
 
 
 def leaks(text: str) -> list[str]:

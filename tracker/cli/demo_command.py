@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracker.errors import ExitCode, MeasurementError, UsageError
+from tracker.redaction import say
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -153,18 +154,18 @@ def cmd_demo(db: str | None, quiet: bool, gate_report: str | None = None) -> int
     story = load_demo()
     engine = open_store(url)
     try:
-        print(f"tracker demo: {story.config_name} through {len(story.walk) + 1} versions on the "
-              f"simulator, into {redact_url(url)}", flush=True)
-        listener = None if quiet else (lambda v, r, f: print(render_night(v, r, f), flush=True))
+        say(f"tracker demo: {story.config_name} through {len(story.walk) + 1} versions on the "
+            f"simulator, into {redact_url(url)}")
+        listener = None if quiet else (lambda v, r, f: say(render_night(v, r, f)))
         history = build_history(engine, story, listener)
         gate = run_gate(engine, history)
     finally:
         engine.dispose()
     write_text(str(report), render_gate_markdown(gate), "--gate-report")
-    print("\nThe alerts a worker posts to $TRACKER_ALERT_WEBHOOK_URL:")
+    say("\nThe alerts a worker posts to $TRACKER_ALERT_WEBHOOK_URL:")
     for alert in compute_alerts(history):
-        print("  " + render_alert_text(alert).replace("\n", "\n  "))
-    print("\n" + render_story(history, gate, report, url, _db_flag(db, url)))
+        say("  " + render_alert_text(alert).replace("\n", "\n  "))
+    say("\n" + render_story(history, gate, report, url, _db_flag(db, url)))
     if gate.outcome is not GateOutcome.REGRESSION:
         raise MeasurementError(f"demo: the gate of {history.bad.version.label} against "
                                f"{history.good.version.label} found {gate.outcome.value}, not the "

@@ -7,6 +7,7 @@ import argparse
 from tracker.errors import UsageError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import load_config
+from tracker.redaction import say
 from tracker.targets.doctor import DoctorTarget, render_diagnosis, run_doctor
 from tracker.targets.vllm_install import check_vllm_engine
 
@@ -31,5 +32,5 @@ def resolve_target(args: argparse.Namespace) -> DoctorTarget:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     diagnosis = run_async(run_doctor(resolve_target(args)))
-    print(render_diagnosis(diagnosis))
+    say(render_diagnosis(diagnosis))
     return diagnosis.exit_code

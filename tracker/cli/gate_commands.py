@@ -14,7 +14,7 @@ from tracker.errors import ExitCode, UsageError
 from tracker.gate.config_refs import load_config_ref
 from tracker.inputs.config_diff import compute_config_diff
 from tracker.inputs.suites import load_suite
-from tracker.redaction import redact_text
+from tracker.redaction import say
 from tracker.reports.diff_report import render_diff_text
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def dispatch(args: argparse.Namespace) -> int:
 def cmd_diff(base_ref: str, head_ref: str, db: str | None) -> int:
     base, head = load_config_ref(base_ref, db), load_config_ref(head_ref, db)
     changes = compute_config_diff(base.loaded.canonical, head.loaded.canonical)
-    print(render_diff_text(base.title, head.title, changes))
+    say(render_diff_text(base.title, head.title, changes))
     return ExitCode.OK
 
 
@@ -166,4 +166,4 @@ def write_reports(result: GateResult, args: argparse.Namespace,
         write_json(args.json, render_gate_json(result, bisect, warnings))
     if args.json != "-":
         shown = render_terminal_text(markdown) if sys.stdout.isatty() else markdown
-        sys.stdout.write(redact_text(shown))
+        say(shown, end="")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from tracker.errors import ExitCode, UsageError
 from tracker.ingest import ImportedRun, load_imported
 from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN
+from tracker.redaction import say
 from tracker.results import RunStatus
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         check_name("--suite", args.suite)
     runs = load_imported(args.file, args.format)
     if not runs:
-        print(f"{args.file}: no benchmark in the file; nothing imported")
+        say(f"{args.file}: no benchmark in the file; nothing imported")
         return ExitCode.OK
     config, suite = resolve_names(args.file, args.config, args.suite, runs)
     from sqlalchemy.orm import Session
@@ -76,8 +77,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         with Session(engine) as session, session.begin():
             already = fetch_imported_run_ids(session, runs[0].sha256)
             if already:
-                print(f"{args.file}: already imported (sha256 {runs[0].sha256[:12]}, run "
-                      f"{', '.join(map(str, already))}); nothing added")
+                say(f"{args.file}: already imported (sha256 {runs[0].sha256[:12]}, run "
+                    f"{', '.join(map(str, already))}); nothing added")
                 return ExitCode.OK
             config_id = save_import_config(session, config, tool)
             suite_id = save_import_suite(session, suite, tool,
@@ -89,7 +90,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     for run_id, run in zip(ids, runs, strict=True):
-        print(render_imported_line(run_id, run))
+        say(render_imported_line(run_id, run))
     return ExitCode.OK
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tracker.errors import ExitCode, UsageError
 from tracker.inputs.shipped import shipped_baselines, shipped_configs
+from tracker.redaction import say
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +101,12 @@ def cmd_init(directory: str) -> int:
     root = Path(directory)
     written = copy_starter_files(root)
     width = max(len(starter.target) for starter in written)
-    print(f"wrote {len(written)} files to edit in {root}:")
+    say(f"wrote {len(written)} files to edit in {root}:")
     for starter in written:
-        print(f"  {starter.target:<{width}}  {starter.what}")
-    print("next:")
-    print(f"  cd {root}")
+        say(f"  {starter.target:<{width}}  {starter.what}")
+    say("next:")
+    say(f"  cd {root}")
     width = max(len(command) for command, _ in NEXT_COMMANDS)
     for command, when in NEXT_COMMANDS:
-        print(f"  {command:<{width}}  # {when}" if when else f"  {command}")
+        say(f"  {command:<{width}}  # {when}" if when else f"  {command}")
     return ExitCode.OK

@@ -4,20 +4,28 @@ The exit codes are ``tracker.errors.ExitCode``: 0 pass, 1 regression found, 2 us
 error, 3 could not measure, 70 internal error (a bug), 130 interrupted (what was measured is
 kept, marked partial). Each command's module is imported when that command runs, so a bad flag
 or a hostile config file is answered before the load generator, the store or the dashboard load.
+What a command prints passes the one redaction where it is printed (``tracker.redaction.say``,
+the parser's own messages included), and what it logs passes it in the one log handler here.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tracker.cli.parsers import build_parser, check_flags
 from tracker.errors import ExitCode, TrackerError
-from tracker.redaction import redacted_output
+from tracker.redaction import RedactingFormatter, say
 
 SCHEDULE_COMMANDS = ("schedule", "scheduler", "worker", "queue")
+LONG_RUNNING = ("scheduler", "worker")  # their log lines say when
+MESSAGE_ONLY = "%(message)s"  # a command's warnings, as Python prints them unconfigured
+TIMESTAMPED = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -76,28 +84,46 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+@contextmanager
+def logging_to_stderr(line_format: str) -> Iterator[None]:
+    """For one command: every log record of WARNING or above, Python's warnings included, goes
+    to stderr as one redacted line. The handler is removed afterwards (a test, or any caller,
+    may run several commands in one process)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(RedactingFormatter(line_format))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+        root.removeHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
-    with redacted_output():  # nothing secret is printed or logged, whatever the command does
-        return _main(argv)
-
-
-def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    with logging_to_stderr(TIMESTAMPED if args.command in LONG_RUNNING else MESSAGE_ONLY):
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         check_flags(args)  # before the command's modules load: a bad combination answers at once
         return dispatch(args)
     except TrackerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", err=True)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:  # `tracker runs | head`: the reader has all it wanted
         _silence_stdout()
         return ExitCode.OK
     except Exception as exc:  # the job boundary: a bug, reported in one line
         if os.environ.get("TRACKER_DEBUG"):
-            traceback.print_exc()
-        print(f"error: internal error: {type(exc).__name__}: {exc} (set TRACKER_DEBUG=1 for the "
-              "traceback and please report it)", file=sys.stderr)
+            say(traceback.format_exc(), err=True, end="")
+        say(f"error: internal error: {type(exc).__name__}: {exc} (set TRACKER_DEBUG=1 for the "
+            "traceback and please report it)", err=True)
         return ExitCode.INTERNAL

@@ -1,5 +1,6 @@
 """What a command writes: result JSON and report files, through the one redaction, whole or not
-at all; and the store session a read-only command reads from."""
+at all; and the store session a read-only command reads from. (Its printed lines go through
+``tracker.redaction.say``, its log lines through the handler ``tracker.cli.main`` sets up.)"""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import contextlib
 import errno
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.errors import ExitCode, OutputWriteError, UsageError
-from tracker.redaction import redact_data, redact_text
+from tracker.redaction import redact_data, redact_text, say
 from tracker.results import RunResult, RunStatus
 
 if TYPE_CHECKING:
@@ -29,10 +29,10 @@ def write_json(target: str, data: dict[str, Any], flag: str = "--json") -> None:
 
 def write_text(target: str, text: str, flag: str) -> None:
     """A report or result file, redacted, written whole or not at all (``-``: stdout)."""
-    text = redact_text(text)
     if target == "-":
-        sys.stdout.write(text)
+        say(text, end="")
         return
+    text = redact_text(text)
     path = Path(target)
     if not path.parent.is_dir():
         raise UsageError(f"{flag} {target}: directory {path.parent} does not exist; create it "

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from tracker import __version__
 from tracker.errors import UsageError
+from tracker.redaction import redact_text
 from tracker.scheduling.defaults import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_MISFIRE_GRACE_S,
@@ -20,6 +21,8 @@ from tracker.scheduling.defaults import (
 
 DESCRIPTION = "Continuous performance-regression tracker for LLM inference serving"
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
@@ -27,10 +30,15 @@ MAX_ID = 2**63 - 1  # a stored id: the databases' 64-bit integers
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, with a bad flag answered like every other error: one ``error:`` line, exit 2."""
+    """argparse, with a bad flag answered like every other error: one ``error:`` line, exit 2;
+    and what it prints (that line, usage, help, version) passes the one redaction: a bad value
+    may be a key pasted in the wrong place."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        super()._print_message(redact_text(message), file)
 
 
 def _whole(text: str, low: int, high: int, what: str) -> int:

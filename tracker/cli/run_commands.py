@@ -9,6 +9,7 @@ from tracker.cli.output import reading, run_exit_code, write_json
 from tracker.errors import ExitCode
 from tracker.inputs.configs import load_config
 from tracker.inputs.suites import load_suite
+from tracker.redaction import say
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -37,7 +38,7 @@ def cmd_run(config_path: str, suite_path: str, db: str | None, json_out: str | N
     if json_out:
         write_json(json_out, render_run_json(run))
     if json_out != "-":
-        print(render_run_text(run))
+        say(render_run_text(run))
     return run_exit_code(run)
 
 
@@ -49,15 +50,15 @@ def cmd_runs(db: str | None, limit: int) -> int:
     with reading(db) as session:
         listings = fetch_runs(session, limit)
     if not listings:
-        print("no runs yet; start with `tracker demo` or `tracker run --config ... --suite ...`")
+        say("no runs yet; start with `tracker demo` or `tracker run --config ... --suite ...`")
         return ExitCode.OK
     rows = [[str(r.run_id), r.status.value + (" [sim]" if r.simulated else "")
              + ("" if r.source == NATIVE_SOURCE else f" [{r.source}]"),
              f"{r.config_name}@{r.config_version[:12]}", r.suite_name,
              r.started_at.strftime("%Y-%m-%d %H:%M:%S %Z"), str(r.workloads),
              str(r.completed), str(r.failed)] for r in listings]
-    print(render_table(("run", "status", "config", "suite", "started", "workloads", "ok",
-                        "failed"), rows))
+    say(render_table(("run", "status", "config", "suite", "started", "workloads", "ok",
+                      "failed"), rows))
     return ExitCode.OK
 
 
@@ -70,7 +71,7 @@ def cmd_show(run_id: int, db: str | None, json_out: str | None) -> int:
     if json_out:
         write_json(json_out, render_run_json(run))
     if json_out != "-":
-        print(render_run_text(run))
+        say(render_run_text(run))
     return ExitCode.OK
 
 
@@ -80,7 +81,7 @@ def cmd_db_upgrade(db: str | None) -> int:
     url = resolve_db_url(db)
     before, after = upgrade_database(url)
     if before == after:
-        print(f"{redact_url(url)}: already at revision {after}")
+        say(f"{redact_url(url)}: already at revision {after}")
     else:
-        print(f"{redact_url(url)}: upgraded from {before or 'empty'} to {after}")
+        say(f"{redact_url(url)}: upgraded from {before or 'empty'} to {after}")
     return ExitCode.OK

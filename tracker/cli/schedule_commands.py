@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from tracker.cli.output import reading
 from tracker.errors import ExitCode, UsageError
+from tracker.redaction import say
 from tracker.reports.run_report import render_table
 from tracker.scheduling.alerts import load_webhook
 from tracker.scheduling.locks import DatabaseLock
@@ -85,14 +85,14 @@ def cmd_schedule_list(db: str | None) -> int:
     with reading(db) as session:
         schedules = fetch_schedules(session)
     if not schedules:
-        print("no schedules; add some with `tracker schedule add --file schedules.yaml`")
+        say("no schedules; add some with `tracker schedule add --file schedules.yaml`")
         return ExitCode.OK
     now = utc_now()
     rows = [[s.name, f"{s.cron} ({s.timezone})", _fan_out(s), _labels(s.labels),
              _bisect(s), _when(compute_next_fire(s, now), s.timezone), _when(s.last_fired_at),
              (s.last_error or "")[:60]] for s in schedules]
-    print(render_table(("schedule", "cron", "runs per slot", "labels", "bisect", "next run",
-                        "last fired", "last error"), rows))
+    say(render_table(("schedule", "cron", "runs per slot", "labels", "bisect", "next run",
+                      "last fired", "last error"), rows))
     return ExitCode.OK
 
 
@@ -125,14 +125,14 @@ def cmd_schedule_add(args: argparse.Namespace) -> int:
             with Session(engine) as session, session.begin():
                 removed = replace_file_schedules(session, source, rows, utc_now())
             names = ", ".join(r.name for r in rows) or "none"
-            print(f"{args.file}: {len(rows)} schedule(s) saved ({names})"
-                  + (f"; removed {', '.join(removed)}" if removed else ""))
+            say(f"{args.file}: {len(rows)} schedule(s) saved ({names})"
+                + (f"; removed {', '.join(removed)}" if removed else ""))
             return ExitCode.OK
         row = rows[0]
         with Session(engine) as session, session.begin():
             save_schedule(session, row, utc_now())
-        print(f"schedule {row.name} saved; next run "
-              f"{_when(compute_next_fire(row, utc_now()), row.timezone)}")
+        say(f"schedule {row.name} saved; next run "
+            f"{_when(compute_next_fire(row, utc_now()), row.timezone)}")
         return ExitCode.OK
     finally:
         engine.dispose()
@@ -167,7 +167,7 @@ def cmd_schedule_remove(db: str | None, name: str) -> int:
         engine.dispose()
     if not found:
         raise UsageError(f"schedule {name!r} not found; list them with `tracker schedule list`")
-    print(f"schedule {name} removed (a running scheduler drops its job at its next sync)")
+    say(f"schedule {name} removed (a running scheduler drops its job at its next sync)")
     return ExitCode.OK
 
 
@@ -177,8 +177,8 @@ def cmd_schedule_run_now(db: str | None, name: str) -> int:
         ids = enqueue_schedule(engine, name, slot=False)
     finally:
         engine.dispose()
-    print(f"schedule {name}: queued request(s) {', '.join(map(str, ids))}; "
-          "a worker runs them (`tracker queue` shows them)")
+    say(f"schedule {name}: queued request(s) {', '.join(map(str, ids))}; "
+        "a worker runs them (`tracker queue` shows them)")
     return ExitCode.OK
 
 
@@ -186,13 +186,7 @@ def cmd_schedule_run_now(db: str | None, name: str) -> int:
 
 
 def _emit(message: str) -> None:
-    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {message}", flush=True)
-
-
-def _configure_logging() -> None:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    say(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {message}")
 
 
 def _worker_settings(args: argparse.Namespace, exit_when_empty: bool) -> WorkerSettings:
@@ -226,7 +220,6 @@ def _one_sqlite_worker(url: str) -> Iterator[None]:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    _configure_logging()
     settings = _worker_settings(args, args.exit_when_empty)
     url = resolve_db_url(args.db)
     engine = open_store(url)
@@ -242,7 +235,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
-    _configure_logging()
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # not each job's start and end
     worker_settings = _worker_settings(args, exit_when_empty=False)
     url = resolve_db_url(args.db)
     engine = open_store(url)
@@ -302,12 +295,12 @@ def cmd_queue(db: str | None, include_done: bool, limit: int) -> int:
     with reading(db) as session:
         requests = fetch_requests(session, statuses, limit)
     if not requests:
-        print("the queue is empty" + ("" if include_done else " (--all shows done requests)"))
+        say("the queue is empty" + ("" if include_done else " (--all shows done requests)"))
         return ExitCode.OK
     now = utc_now()
     rows = [_queue_row(r, now) for r in requests]
-    print(render_table(("id", "status", "schedule", "slot", "config x suite", "attempt", "worker",
-                        "heartbeat", "run", "error"), rows))
+    say(render_table(("id", "status", "schedule", "slot", "config x suite", "attempt", "worker",
+                      "heartbeat", "run", "error"), rows))
     return ExitCode.OK
 
 

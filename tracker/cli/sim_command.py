@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tracker.errors import ConfigError, ExitCode
 from tracker.inputs.configs import load_config
+from tracker.redaction import say
 
 
 def cmd_sim_serve(config_path: str, host: str, port: int) -> int:
@@ -15,8 +16,8 @@ def cmd_sim_serve(config_path: str, host: str, port: int) -> int:
                           f"configs (got {loaded.config.target.kind!r})")
 
     def ready(base_url: str) -> None:
-        print(f"simulator for {loaded.config.name} ({loaded.config.target.model}) on {base_url} "
-              "(OpenAI-compatible; Ctrl-C stops)", flush=True)
+        say(f"simulator for {loaded.config.name} ({loaded.config.target.model}) on {base_url} "
+            "(OpenAI-compatible; Ctrl-C stops)")
 
     serve_forever(loaded.config, host, port, on_ready=ready)
     return ExitCode.OK

@@ -27,6 +27,7 @@ from tracker.dashboard.access import (
     secrets_files,
 )
 from tracker.errors import ConfigError, UsageError
+from tracker.redaction import say
 from tracker.store.db import DB_URL_ENV, redact_url
 
 APP_PATH = Path(str(resources.files("tracker._dashboard_app"))) / "app.py"  # package data
@@ -89,6 +90,6 @@ def run_dashboard(url: str, port: int, *, host: str = HOST, trust_proxy_auth: bo
     header = env.get(USER_HEADER_ENV, "")
     sign_in = SIGN_IN[mode] + (f"{header} header" if mode is AuthMode.PROXY else "")
     shown = f"[{host}]" if ":" in host else host
-    print(f"dashboard on http://{shown}:{port} over {redact_url(url)}; sign-in: {sign_in} "
-          "(Ctrl-C stops)", flush=True)
+    say(f"dashboard on http://{shown}:{port} over {redact_url(url)}; sign-in: {sign_in} "
+        "(Ctrl-C stops)")
     os.execve(sys.executable, argv, env)

@@ -1,6 +1,6 @@
 """A tool's arguments: validated once at the boundary, and a refusal in the house's words.
 
-Every tool declares a pydantic model (``Arguments``: unknown keys are refused, not ignored); its
+Every tool declares a pydantic model (``Arguments``: unknown keys are refused, not ignored). Its
 JSON Schema is the tool's input schema, so an agent sees the bounds before it calls. A call whose
 arguments fail gets one line per bad argument: where, what was wrong, the bad value (redacted,
 cut short) and the fix, e.g. ``list_regressions: limit: must be at most 500 (got 100000)``.
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from tracker.metrics import REGISTRY
-from tracker.redaction import redact_one_line
+from tracker.redaction import redact_text
 
 MAX_ID = 2**63 - 1  # a stored id: the databases' 64-bit integers
 SHOWN_CHARS = 80  # of a bad value quoted back
@@ -101,7 +101,5 @@ def _items(count: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
-    if len(text) > SHOWN_CHARS:
-        text = text[:SHOWN_CHARS] + "…"
-    return redact_one_line(text, SHOWN_CHARS + 1)
+    text = " ".join(redact_text(repr(value)).split())  # redacted, then cut: no secret half-shown
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"

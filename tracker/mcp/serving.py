@@ -11,7 +11,6 @@ authenticates every request and names the user in one header (``X-Forwarded-User
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy.engine import make_url
 
+from tracker import redaction
 from tracker.dashboard.access import (
     DEFAULT_USER_HEADER,
     AuthMode,
@@ -109,7 +109,7 @@ def serve(url: str, options: ServeOptions) -> None:
 
 
 def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)  # stdout is the protocol's on stdio
+    redaction.say(line, err=True)  # stdout is the protocol's on stdio
 
 
 async def serve_stdio(server: Server[Any]) -> None:

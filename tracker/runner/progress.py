@@ -1,4 +1,5 @@
-"""Progress on stderr: one updating line on a terminal, one line per workload elsewhere."""
+"""Progress on stderr: one updating line on a terminal, one line per workload elsewhere; every
+line through the one redaction (a workload's name and a server's words are outside text)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from typing import TextIO
 
 from tracker.inputs.traffic import describe_fallback
+from tracker.redaction import say
 from tracker.results import WorkloadResult
 
 
@@ -23,7 +25,7 @@ class ProgressPrinter:
         if self.tty:
             self._draw(0, requests, force=True)
         else:
-            print(f"{self._prefix}: {requests} requests ...", file=self.stream, flush=True)
+            say(f"{self._prefix}: {requests} requests ...", stream=self.stream)
 
     def request_done(self, done: int, total: int) -> None:
         if self.tty:
@@ -35,21 +37,19 @@ class ProgressPrinter:
         text = (f"{self._prefix}: {s.completed} ok, {s.failed} failed, "
                 f"{rate:.1f} req/s in {s.duration_s:.1f} s")
         if self.tty:
-            self.stream.write("\r\x1b[2K" + text + "\n")
-            self.stream.flush()
+            say("\r\x1b[2K" + text, stream=self.stream)
         else:
-            print(text, file=self.stream, flush=True)
+            say(text, stream=self.stream)
 
     def prompts_built(self, tokenizer: str, fallback: str | None) -> None:
         """One line when the prompt lengths are not in the model's tokenizer, and why."""
         if fallback is not None:
-            print(self.label + describe_fallback(tokenizer, fallback), file=self.stream,
-                  flush=True)
+            say(self.label + describe_fallback(tokenizer, fallback), stream=self.stream)
 
     def server_checked(self, warnings: tuple[str, ...]) -> None:
         """One line per way the server contradicts the config, before the first workload."""
         for warning in warnings:
-            print(f"{self.label}warning: {warning}", file=self.stream, flush=True)
+            say(f"{self.label}warning: {warning}", stream=self.stream)
 
     def _draw(self, done: int, total: int, *, force: bool) -> None:
         now = time.monotonic()
@@ -59,5 +59,4 @@ class ProgressPrinter:
         width = 24
         filled = width * done // max(total, 1)
         bar = "#" * filled + "." * (width - filled)
-        self.stream.write(f"\r\x1b[2K{self._prefix} [{bar}] {done}/{total}")
-        self.stream.flush()
+        say(f"\r\x1b[2K{self._prefix} [{bar}] {done}/{total}", stream=self.stream, end="")

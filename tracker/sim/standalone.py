@@ -27,6 +27,7 @@ import tracker
 from tracker.errors import ExitCode, TrackerError
 from tracker.inputs.configs import EngineArgs, ServingConfig, SimulatorSettings
 from tracker.metrics import GIB
+from tracker.redaction import say
 from tracker.sim.kvcache import DEFAULT_MAX_MODEL_LEN, KvCacheSpec, compute_kv_cache_spec
 from tracker.sim.server import serve_forever
 
@@ -137,23 +138,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config, host, port, unknown = parse_serving_config(sys.argv[1:] if argv is None else argv)
     except ValueError as exc:
-        print(log_line("ERROR", f"bad arguments: {exc}"), file=sys.stderr, flush=True)
+        say(log_line("ERROR", f"bad arguments: {exc}"), err=True)
         return ExitCode.USAGE
     if unknown:
-        print(log_line("WARNING", f"flags the simulator does not model: {' '.join(unknown)}"),
-              flush=True)
+        say(log_line("WARNING", f"flags the simulator does not model: {' '.join(unknown)}"))
     try:
         kv = compute_kv_cache_spec(config.engine, config.simulator)
         for line in render_startup_lines(config, kv, time.monotonic() - started_s):
-            print(line, flush=True)
+            say(line)
 
         def ready(base_url: str) -> None:
-            print(log_line("INFO", f"Starting tracker-sim API server on {base_url}"), flush=True)
-            print(log_line("INFO", "Application startup complete."), flush=True)
+            say(log_line("INFO", f"Starting tracker-sim API server on {base_url}"))
+            say(log_line("INFO", "Application startup complete."))
 
         serve_forever(config, host, port, on_ready=ready)
     except TrackerError as exc:
-        print(log_line("ERROR", f"engine failed to start: {exc}"), file=sys.stderr, flush=True)
+        say(log_line("ERROR", f"engine failed to start: {exc}"), err=True)
         return ExitCode.NOT_MEASURED
-    print(log_line("INFO", "Shutting down."), flush=True)
+    say(log_line("INFO", "Shutting down."))
     return 0

@@ -3,7 +3,7 @@ against that vLLM (the table and the check are ``tracker.inputs.vllm_args``).
 
 - A server the tracker launches (``kind: vllm`` without ``base_url``): the installation that
   ``launch.command`` runs. The python of its ``vllm`` script (or the python the command names) is
-  asked for the ``vllm`` distribution's version, in the server's own environment (~0.1 s; vLLM is
+  asked for the ``vllm`` distribution's version, in the server's own environment (~0.1 s: vLLM is
   not imported). A version the table does not know has its ``vllm serve`` flags read from the
   installation's argparse once (~15 s of CPU: vLLM is imported) and kept in
   ``$TRACKER_CACHE_DIR/vllm-flags/VERSION.json`` (default ``~/.cache/tracker``).
@@ -41,7 +41,7 @@ from tracker.inputs.vllm_args import (
     parse_release,
     public_version,
 )
-from tracker.redaction import redact_one_line
+from tracker.redaction import redact_one_line, say
 from tracker.targets.launcher import build_server_env, fetch_version
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ _QUIET = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"
 
 def check_vllm_engine(loaded: LoadedConfig) -> VllmTarget | None:
     """Refuse (``ConfigError``, exit 2) an engine block the vLLM that will run ``loaded`` does not
-    take; returns that vLLM, or None when it is not a vLLM or its version cannot be read."""
+    take, and return that vLLM, or None when it is not a vLLM or its version cannot be read."""
     target = find_vllm_target(loaded)
     if target is not None:
         check_engine_args(loaded.config.engine, target, loaded.path)
@@ -90,7 +90,8 @@ def check_vllm_engine(loaded: LoadedConfig) -> VllmTarget | None:
 
 def find_vllm_target(loaded: LoadedConfig) -> VllmTarget | None:
     """The vLLM ``loaded`` will run on: its launch command's installation, or the attached
-    server's ``/version``; None for the simulator, a gateway, or a version that cannot be read."""
+    server's ``/version``, or None for the simulator, a gateway, or a version that cannot be
+    read."""
     target = loaded.config.target
     if target.kind != "vllm":
         return None
@@ -115,7 +116,7 @@ def find_vllm_target(loaded: LoadedConfig) -> VllmTarget | None:
 
 def find_launch_python(command: Sequence[str], path: str | None) -> tuple[Path, Path] | None:
     """The launch command's vLLM program and the python that runs it: the first item that is a
-    python, or a ``vllm`` script (its ``#!`` line); wrappers such as ``taskset -c 0`` before it
+    python, or a ``vllm`` script (its ``#!`` line). Wrappers such as ``taskset -c 0`` before it
     are skipped. None when there is neither."""
     for item in command:
         name = Path(item).name
@@ -136,7 +137,7 @@ def _which(program: str, path: str | None) -> Path | None:
 
 def read_script_python(script: Path, path: str | None) -> Path | None:
     """The python of a console script: its ``#!`` line (``#!/usr/bin/env python3`` too), or the
-    interpreter of pip's ``/bin/sh`` launcher for long paths; None for anything else."""
+    interpreter of pip's ``/bin/sh`` launcher for long paths, or None for anything else."""
     try:
         with script.open("rb") as file:
             head = file.read(1024).decode("utf-8", errors="replace")
@@ -154,8 +155,8 @@ def read_script_python(script: Path, path: str | None) -> Path | None:
 
 
 def read_installed_version(python: Path, env: Mapping[str, str]) -> str | None:
-    """The ``vllm`` distribution's version where ``python`` runs with ``env`` (``0.32.0+cpu``);
-    None when it has none or cannot say."""
+    """The ``vllm`` distribution's version where ``python`` runs with ``env`` (``0.32.0+cpu``),
+    or None when it has none or cannot say."""
     try:
         done = subprocess.run([str(python), "-c", _VERSION_PROGRAM], env={**env, **_QUIET},
                               capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
@@ -174,7 +175,7 @@ def flags_cache_dir() -> Path:
 
 
 def load_installed_flags(python: Path, version: str, env: Mapping[str, str]) -> VllmFlags | None:
-    """``version``'s flags: from the cache, else read from the installation and cached; None
+    """``version``'s flags: from the cache, else read from the installation and cached, or None
     (with a warning) when they cannot be read, so only the retired flags are checked."""
     path = flags_cache_dir() / (re.sub(r"[^A-Za-z0-9._+-]", "_", version) + ".json")
     try:
@@ -197,7 +198,7 @@ def load_installed_flags(python: Path, version: str, env: Mapping[str, str]) -> 
 
 def read_installed_flags(python: Path, env: Mapping[str, str] | None = None) -> dict[str, object]:
     """``{"version", "options": {flag: choices or None}}`` from ``vllm serve``'s own parser, as
-    the installation of ``python`` builds it; ``RuntimeError`` when it cannot."""
+    the installation of ``python`` builds it. It raises ``RuntimeError`` when it cannot."""
     try:
         done = subprocess.run([str(python), "-c", _FLAGS_PROGRAM],
                               env={**(os.environ if env is None else env), **_QUIET},
@@ -248,13 +249,13 @@ def _wrap(text: str, width: int) -> list[str]:
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m tracker.targets.vllm_install PATH/TO/bin/vllm", file=sys.stderr)
+        say("usage: python -m tracker.targets.vllm_install PATH/TO/bin/vllm", err=True)
         return 2
     found = find_launch_python([argv[0]], os.environ.get("PATH"))
     if found is None:
-        print(f"{argv[0]}: not a vllm script or a python", file=sys.stderr)
+        say(f"{argv[0]}: not a vllm script or a python", err=True)
         return 2
-    print(render_entry(parse_flags(read_installed_flags(found[1]))))
+    say(render_entry(parse_flags(read_installed_flags(found[1]))))
     return 0
 
 
