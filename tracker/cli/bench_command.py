@@ -30,7 +30,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,26 +40,26 @@ from pydantic import ValidationError
 from tracker.cli.output import write_json
 from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
+from tracker.inputs.configs import Target
 from tracker.inputs.sources import DatasetPrompts, SyntheticPrompts, TracePrompts
 from tracker.inputs.suites import PromptSource, Slos, Suite, Workload, build_loaded_suite
 from tracker.inputs.traffic import WorkloadTraffic, describe_fallback
 from tracker.load.bodies import build_request_specs
-from tracker.load.generator import Endpoint, LoadGenerator
-from tracker.load.phases import WorkloadPhases, build_plan, compute_phase_result
-from tracker.load.shares import with_workers
+from tracker.load.generator import Endpoint
+from tracker.load.phases import WorkloadPhases, build_plan
 from tracker.load.slo import parse_goodput
-from tracker.load.workers import WorkerPool
-from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret
+from tracker.redaction import CONVENTIONAL_ENV_NAME, register_secret, say
 from tracker.reports.bench_report import render_bench_text
 from tracker.reports.load_report import render_request_json
 from tracker.reports.run_report import render_run_json
 from tracker.results import RunResult, RunStatus, VersionRef, WorkloadResult
 from tracker.runner.environment import collect_environment
+from tracker.runner.measure import run_measured_phase
 from tracker.targets.exact_prompts import adapt_suite_traffic
 from tracker.targets.model_tokenizer import Tokenizer, find_tokenizer_file, open_tokenizer
-from tracker.targets.output_tokens import run_output_token_counts, with_token_check
 from tracker.targets.server_check import ServerFacts, run_server_facts
-from tracker.telemetry.server_metrics import ServerScraper
+from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
+from tracker.telemetry.workload import WorkloadTelemetry
 
 NAME = "bench"
 DEFAULT_NUM_PROMPTS = 200  # --num-prompts when it is not given (a trace: its every row)
@@ -272,7 +272,7 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOut
     async with open_tokenizer(endpoint, model, local) as tokenizer:
         exact = await adapt_suite_traffic(suite.traffic, suite.suite.workloads, tokenizer)
         if progress is not None and exact.fallback is not None:
-            progress.write(describe_fallback(exact.tokenizer, exact.fallback) + "\n")
+            say(describe_fallback(exact.tokenizer, exact.fallback), stream=progress)
         result = await _run_workload(args, workload, endpoint, exact.traffic[NAME], model,
                                      tokenizer, progress)
     workers = int((result.params.get("load") or {}).get("workers", 1))
@@ -283,8 +283,8 @@ async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOut
 async def _run_workload(args: BenchArgs, workload: Workload, endpoint: Endpoint,
                         traffic: WorkloadTraffic, model: str, tokenizer: Tokenizer,
                         progress: TextIO | None) -> WorkloadResult:
-    """The one phase, with the server's /metrics from the end of its warm-up to its end, and
-    its text received counted in ``tokenizer`` (after the phase) for the token-count check."""
+    """The one phase, measured as ``tracker run`` measures one (``run_measured_phase``). The
+    GPUs are sampled where the server runs on this host."""
     warmup, measured = build_request_specs(workload, traffic, model=model,
                                            supports_ignore_eos=args.ignore_eos)
     phase = WorkloadPhases(workload, args.seed, traffic).next_phase()
@@ -293,25 +293,16 @@ async def _run_workload(args: BenchArgs, workload: Workload, endpoint: Endpoint,
 
     def on_progress(done: int, total: int) -> None:
         if progress is not None and (done == total or done % 50 == 0):
-            progress.write(f"\r{done}/{total} requests")
-            progress.flush()
+            say(f"\r{done}/{total} requests", stream=progress, end="")
 
-    scraper = ServerScraper(endpoint)
-    generator = (WorkerPool(endpoint, plan, args.workers, on_progress=on_progress,
-                            on_warmed=scraper.start)
-                 if args.workers > 1 else LoadGenerator(endpoint, plan, on_progress=on_progress,
-                                                        on_warmed=scraper.start))
-    try:
-        outcome = await generator.run()
-    finally:
-        server = await scraper.stop()
+    target = Target(kind="vllm", model=model, base_url=args.base_url)  # its GPUs, where local
+    telemetry = WorkloadTelemetry(endpoint, TelemetrySettings(), compute_gpu_skip_reason(target))
+    result = await run_measured_phase(endpoint, workload, phase, plan, workers=args.workers,
+                                      tokenizer=tokenizer, telemetry=telemetry,
+                                      on_progress=on_progress)
     if progress is not None:
-        progress.write("\n")
-    counted = await run_output_token_counts(outcome.records, tokenizer)
-    outcome = replace(outcome, records=counted.records)
-    workers = generator.workers if isinstance(generator, WorkerPool) else 1
-    result = with_workers(compute_phase_result(workload, phase, plan, outcome), workers)
-    return with_token_check(replace(result, server=server), counted.check)
+        say("", stream=progress)
+    return result
 
 
 def build_run(args: BenchArgs, model: str, result: WorkloadResult,
@@ -378,5 +369,5 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.save_requests:
         save_requests(args.save_requests, result)
     if args.json != "-":
-        print(render_bench_text(model, result))
+        say(render_bench_text(model, result))
     return ExitCode.OK if result.summary.completed else ExitCode.NOT_MEASURED
