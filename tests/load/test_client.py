@@ -772,3 +772,41 @@ def test_keep_alive_and_streaming_work_on_uvloop() -> None:
     records, connections = run_async(scenario())
     assert [record.ok for record in records] == [True] * 3, records
     assert connections == 1
+
+
+async def test_an_https_connection_closed_before_answering_on_reuse_is_retried_on_a_new_one(
+    tls_server_context: ssl.SSLContext
+) -> None:
+    async def close_on_second_request(server: TcpServer, reader: asyncio.StreamReader,
+                                      writer: asyncio.StreamWriter, index: int) -> None:
+        while await server.next_request(reader, index) is not None:
+            if index == 0 and len(server.requests) == 2:
+                return  # the keep-alive timer fired as the request came in: close, no answer
+            writer.write(plain_answer(b'{"connection": %d}' % index))
+            await writer.drain()
+
+    async with TcpServer(close_on_second_request, tls=tls_server_context) as server, \
+            WireClient(server.url, time.perf_counter) as client:
+        data = post(client)
+        assert await exchange(client, data) == {"connection": 0}
+        stamp: dict[str, float] = {}
+        response = await client.exchange(data, sink=None, timeout_s=5, stamp=stamp)
+        opened = client.opened
+    assert json.loads(response.body) == {"connection": 1}
+    assert [index for index, _ in server.requests] == [0, 0, 1]
+    assert list(stamp) == ["sent"] and opened == 2
+
+
+async def test_an_https_server_that_closes_every_new_connection_unanswered_is_not_retried(
+    tls_server_context: ssl.SSLContext
+) -> None:
+    async def close_unanswered(server: TcpServer, reader: asyncio.StreamReader,
+                               writer: asyncio.StreamWriter, index: int) -> None:
+        await server.next_request(reader, index)  # then close: no answer
+
+    async with TcpServer(close_unanswered, tls=tls_server_context) as server, \
+            WireClient(server.url, time.perf_counter) as client:
+        with pytest.raises(StreamError) as caught:
+            await client.exchange(post(client), sink=None, timeout_s=5, stamp={})
+    assert caught.value.error_class == "connection_reset"
+    assert len(server.requests) == 1  # a new connection's failure is not retried

@@ -40,6 +40,7 @@ from tracker.http_client.connection import (
 from tracker.http_client.sse import StreamError
 
 CONNECT_TIMEOUT_S = 30.0
+REUSED = "reused"  # in an exchange's stamp while aiohttp reuses a kept-alive connection
 USER_AGENT = f"tracker/{__version__}"
 
 
@@ -263,6 +264,7 @@ class AiohttpExchange:
         self.route, self.clock, self.opened = route, clock, 0
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(self._count)
+        trace.on_connection_reuseconn.append(self._reused)
         trace.on_request_headers_sent.append(self._stamp)
         trace.on_request_chunk_sent.append(self._stamp)
         connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=None,
@@ -277,6 +279,9 @@ class AiohttpExchange:
     async def _stamp(self, _session: object, context: SimpleNamespace, _params: object) -> None:
         context.trace_request_ctx["sent"] = self.clock()
 
+    async def _reused(self, _session: object, context: SimpleNamespace, _params: object) -> None:
+        context.trace_request_ctx[REUSED] = 1.0
+
     async def exchange(self, data: bytes, sink: Sink | None, timeout_s: float,
                        stamp: dict[str, float]) -> Response:
         head, _, body = data.partition(b"\r\n\r\n")
@@ -287,12 +292,25 @@ class AiohttpExchange:
         auth = {"Proxy-Authorization": route.proxy_auth} if route.proxy_auth else None
         if auth is not None and route.scheme == "http":
             headers.update(auth)  # aiohttp puts proxy_headers on a CONNECT only
+        url = f"{route.scheme}://{route.authority}{target}"
         try:
-            async with asyncio.timeout(timeout_s), self.session.request(
-                    method, f"{route.scheme}://{route.authority}{target}", headers=headers,
-                    data=body or None, proxy=route.proxy, proxy_headers=auth, allow_redirects=False,
-                    trace_request_ctx=stamp) as response:
-                return await self._read(response, sink)
+            async with asyncio.timeout(timeout_s):
+                for attempt in (1, 2):  # the second on a new connection, as the plain pool does
+                    answered = False
+                    try:
+                        async with self.session.request(
+                                method, url, headers=headers, data=body or None, proxy=route.proxy,
+                                proxy_headers=auth, allow_redirects=False,
+                                trace_request_ctx=stamp) as response:
+                            answered = True
+                            stamp.pop(REUSED, None)
+                            return await self._read(response, sink)
+                    except aiohttp.ServerDisconnectedError:
+                        # A kept-alive connection the server closed as the request went out.
+                        if answered or attempt == 2 or stamp.pop(REUSED, None) is None:
+                            raise
+                        stamp.pop("sent", None)
+                raise AssertionError("unreachable")  # pragma: no cover
         except TimeoutError as exc:
             if isinstance(exc, aiohttp.ConnectionTimeoutError):
                 where = f"the proxy ({route.proxy_label})" if route.proxy else route.authority
