@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.demo_run import run_demo_once
+from tests.demo_run import DEMO_TIMEOUT_S, run_demo_once
 from tests.simconfigs import FAST_SIM
+from tracker.cli.demo_command import find_demo_data_db
 from tracker.cli.main import main
 from tracker.store.db import open_store
 from tracker.store.runs import fetch_config_versions, fetch_run, fetch_runs
@@ -266,6 +267,37 @@ def test_demo_from_an_empty_directory_stores_its_story_beside_the_default_databa
     assert f"The story, in sqlite:///tracker.db: {len(runs)} simulated runs of demo-chat on " \
            "demo-load" in demo.stdout
     assert demo.stderr == ""
+
+
+def test_the_demo_inside_a_git_work_tree_keeps_its_story_in_the_data_directory(
+    tmp_path: Path
+) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)  # what find_work_tree looks for, as git init makes
+    (checkout / "sub").mkdir()
+    data = tmp_path / "data"
+    env = {key: value for key, value in os.environ.items() if key != "TRACKER_DB_URL"}
+    first = find_demo_data_db(None, checkout / "sub", {**env, "XDG_DATA_HOME": str(data)})
+    assert first == data / "tracker" / "demo" / "tracker.db"
+    assert find_demo_data_db("my.db", checkout, env) is None  # --db: that database
+    assert find_demo_data_db(None, checkout, {**env, "TRACKER_DB_URL": "x.db"}) is None
+    assert find_demo_data_db(None, tmp_path, env) is None  # not a work tree: ./tracker.db
+    first.parent.mkdir(parents=True)
+    first.write_text("an older demo's file, replaced", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "tracker", "demo", "--quiet"], cwd=checkout / "sub",
+                          env={**env, "XDG_DATA_HOME": str(data)}, capture_output=True, text=True,
+                          timeout=DEMO_TIMEOUT_S, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in checkout.rglob("*")] == [".git", "sub"]  # nothing written there
+    assert sorted(p.name for p in first.parent.iterdir()
+                  if not p.name.startswith("tracker.db-")) == ["tracker-demo-gate.md", "tracker.db"]
+    assert f"  tracker dashboard --db {first}\n" in done.stdout
+    engine = open_store(f"sqlite:///{first}")
+    try:
+        with Session(engine) as session:
+            assert {r.config_name for r in fetch_runs(session, 1000)} == {"demo-chat"}
+    finally:
+        engine.dispose()
 
 
 def test_demo_refuses_a_gate_report_in_a_missing_directory_before_any_run(

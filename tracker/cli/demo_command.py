@@ -1,14 +1,17 @@
 """``tracker demo``: the tracker's story on the built-in simulator (no GPU, no network, no keys).
 
 The work is ``tracker.demo.story`` (the tuning walk, then the change that regresses, each run
-watched as a worker does); this glue prints each night, raises the alert a worker would post,
+watched as a worker does). This glue prints each night, raises the alert a worker would post,
 runs the PR gate over the stored runs of the good and the bad version, writes its Markdown
-report, and says where to look. Exit 0 when the story was told: the regression was caught and
-the gate found it (a regression is the story here, not a failure); 3 when it could not be.
+report, and says where to look. It exits 0 when the story was told: the regression was caught
+and the gate found it (a regression is the story here, not a failure). It exits 3 when it could
+not be.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,8 +31,32 @@ GATE_REPORT_NAME = "tracker-demo-gate.md"
 DASHBOARD_PAGE = "http://127.0.0.1:8501"  # `tracker dashboard`'s default address
 
 
+def find_work_tree(folder: Path) -> Path | None:
+    """The git work tree ``folder`` is in (a ``.git`` there or in a parent), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def find_demo_data_db(db: str | None, folder: Path, environ: Mapping[str, str]) -> Path | None:
+    """Where the demo keeps its history when run inside a git work tree, or None.
+
+    Given ``--db`` or ``$TRACKER_DB_URL``, the demo uses that database, and elsewhere the
+    tracker's usual ``./tracker.db``. Inside a git work tree (this repository's checkout, or a
+    user's own project) it writes nothing there: its database, rebuilt on each run, and its gate
+    report go to ``$XDG_DATA_HOME/tracker/demo/`` (``~/.local/share`` when that is unset).
+    """
+    from tracker.store.db import DB_URL_ENV
+
+    if db is not None or environ.get(DB_URL_ENV) or find_work_tree(folder) is None:
+        return None
+    data = Path(environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "tracker" / "demo" / "tracker.db"
+
+
 def default_report_path(url: str) -> Path:
-    """Beside a SQLite database file; in the current directory for any other database."""
+    """Beside a SQLite database file, or in the current directory for any other database."""
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
@@ -48,7 +75,7 @@ def _report_path(url: str, given: str | None) -> Path:
 
 
 def _db_flag(db: str | None, url: str) -> str:
-    """`` --db …`` to open the same database (the password hidden); none when the default was."""
+    """`` --db …`` to open the same database (the password hidden), or none for the default one."""
     from tracker.store.db import redact_url
 
     if db is None:
@@ -149,6 +176,11 @@ def cmd_demo(db: str | None, quiet: bool, gate_report: str | None = None) -> int
     from tracker.scheduling.alerts import render_alert_text
     from tracker.store.db import open_store, redact_url, resolve_db_url
 
+    own = find_demo_data_db(db, Path.cwd(), os.environ)
+    if own is not None:  # the demo's own file, outside the work tree: a fresh story each run
+        own.parent.mkdir(parents=True, exist_ok=True)
+        own.unlink(missing_ok=True)
+        db = str(own)
     url = resolve_db_url(db)
     report = _report_path(url, gate_report)
     story = load_demo()
