@@ -87,7 +87,7 @@ def find_proxy(url: str) -> tuple[str, str] | None:
 
 
 def parse_route(base_url: str) -> Route:
-    """Where requests to ``base_url`` go; ConfigError for a URL that cannot be measured."""
+    """Where requests to ``base_url`` go, raising ConfigError for a URL that cannot be measured."""
     parts = urllib.parse.urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"base URL {base_url!r}: expected http://host[:port][/path] or "
@@ -192,8 +192,10 @@ class WireClient:
 
     async def exchange(self, data: bytes, *, sink: Sink | None, timeout_s: float,
                        stamp: dict[str, float]) -> Response:
-        """Send one request and wait for its answer; StreamError on any failure. The plain pool
-        retries once on a fresh connection when a reused one was closed before it answered."""
+        """Send one request and wait for its answer, raising StreamError on any failure.
+
+        The plain pool retries once on a fresh connection when a reused one was closed before it
+        answered."""
         if self.aiohttp is not None:
             return await self.aiohttp.exchange(data, sink, timeout_s, stamp)
         connection: Http1Connection | None = None

@@ -5,13 +5,14 @@ borrowed. bench/loadgen.py measures why: aiohttp's response stream costs several
 HTTP chunk, and on Python 3.11 it writes a request body from a separately scheduled task. TLS and
 proxied traffic go through aiohttp instead (``client.py``). What this connection does:
 
-- a request (head and body serialised before timing) leaves in one ``transport.write``; its send
+- A request (head and body serialised before timing) leaves in one ``transport.write``. Its send
   stamp is taken when the bytes are in the kernel: at once when the write went through, or when
-  the transport's buffer has drained (``resume_writing``) for a body too big for one write;
-- each network read is stamped once in ``data_received`` (``PollClock``: one reading per event-loop
-  pass), its chunked framing removed there, and the body handed to the response's ``sink`` (the SSE
-  scanner) in the same callback, so no coroutine wakes per chunk and no read waits for one;
-- the request's coroutine waits on one future, resolved when the response has ended or failed.
+  the transport's buffer has drained (``resume_writing``) for a body too big for one write.
+- Each network read is stamped once in ``data_received`` (``PollClock``: one reading per
+  event-loop pass), its chunked framing removed there, and the body handed to the response's
+  ``sink`` (the SSE scanner) in the same callback, so no coroutine wakes per chunk and no read
+  waits for one.
+- The request's coroutine waits on one future, resolved when the response has ended or failed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _CRLF_NEXT = -1  # in a chunked body: the CRLF after a chunk's data is due
 class PollClock:
     """One reading of the clock per event-loop pass, shared by every read handled in that pass.
 
-    The loop hands out the reads that one poll returned one after another; each was already
+    The loop hands out the reads that one poll returned one after another. Each was already
     there when the poll returned, so the first reading is the truest stamp for all of them, and
     the time spent parsing the earlier ones is not added to the later ones.
     """
@@ -70,7 +71,7 @@ class Handoff:
     microseconds each. When many streams end together (a closed loop's requests all started at
     once), waking them all in one pass would hold up the next poll, and every read arriving
     meanwhile would be stamped late. Waking ``per_pass`` per pass lets the loop poll, and stamp,
-    in between; the requests that wait are the ones about to be sent, not ones being timed.
+    in between. The requests that wait are the ones about to be sent, not ones being timed.
     """
 
     __slots__ = ("loop", "per_pass", "queue", "scheduled")
@@ -134,7 +135,7 @@ _CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?\r\n")  # siz
 
 
 class Http1Connection(asyncio.Protocol):
-    """One keep-alive connection; one request at a time (``send``, then await ``done``)."""
+    """One keep-alive connection, one request at a time (``send``, then await ``done``)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, clock: PollClock,
                  handoff: Handoff | None = None) -> None:
@@ -233,7 +234,7 @@ class Http1Connection(asyncio.Protocol):
 
     def send(self, data: bytes, sink: Sink | None,
              stamp: dict[str, float]) -> asyncio.Future[Response]:
-        """Write one request; ``stamp['sent']`` is set once its bytes have left the client."""
+        """Write one request, and set ``stamp['sent']`` once its bytes have left the client."""
         assert self.transport is not None
         self._reset_response()
         self._sink, self.stamp = sink, stamp
@@ -257,7 +258,7 @@ class Http1Connection(asyncio.Protocol):
     # -- parsing -------------------------------------------------------------------------------
 
     def _read_head(self, data: bytes) -> bytes:
-        """Parse the head (skipping 1xx answers); returns what follows it."""
+        """Parse the head (skipping 1xx answers), and return what follows it."""
         buffer = self._rest + data if self._rest else data
         while True:
             end = buffer.find(b"\r\n\r\n")

@@ -5,19 +5,19 @@ text they carried (for the token-count check, ``tracker.targets.output_tokens``)
 ``usage``, whether ``[DONE]`` came, and whether anything was wrong. So a read is scanned as a
 block, not event by event:
 
-- the fast path: a block whose every event is ``data: {…}`` with a ``choices`` list, and which
+- The fast path: a block whose every event is ``data: {…}`` with a ``choices`` list, and which
   holds no ``"usage"``, ``"error"`` or ``[DONE]``, is checked with one regular expression and
-  counted with byte searches (a content chunk is a ``content``/``text``/``reasoning`` value that
-  is not the empty string; its escaped text is kept as bytes and decoded once, at the end);
-- everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
+  counted with byte searches. A content chunk is a ``content``/``text``/``reasoning`` value that
+  is not the empty string, and its escaped text is kept as bytes and decoded once, at the end.
+- Everything else (the first block of a stream, usage, errors, ``[DONE]``, comments, anything the
   fast path does not recognise) is parsed line by line with ``parse_untrusted_json``.
-Both paths give the same counts; tests/load/test_sse.py checks them against each other.
+Both paths give the same counts, and tests/load/test_sse.py checks them against each other.
 A line is held until its newline comes, up to ``MAX_LINE_BYTES``: a server that goes on past
 that without one fails the request (``sse_line_too_long``) instead of filling the memory.
 
 A multi-turn session whose next request carries the model's answer reads that turn's stream with
 an ``AnswerScanner`` (``AnthropicAnswerScanner`` for the Messages API): every event parsed, the
-content deltas joined. Only those turns pay for it; single-turn streams keep the fast path.
+content deltas joined. Only those turns pay for it. Single-turn streams keep the fast path.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _TEXT_KEYS = ("content", "reasoning_content", "reasoning")
 
 
 class StreamError(Exception):
-    """A stream that cannot be measured; ``error_class`` names the kind (data, not a crash).
+    """A stream that cannot be measured, whose ``error_class`` names the kind (data, not a crash).
 
     The message quotes what the server (or the network) said, so it is redacted here, once, before
     it can become a stored request error, a run's reason or a printed line.
@@ -67,7 +67,7 @@ def error_message(payload: Any) -> str:
 
 def _cached_tokens(usage: dict[str, Any], before: int | None) -> int | None:
     """``usage.prompt_tokens_details.cached_tokens`` (vLLM with --enable-prompt-tokens-details,
-    llama.cpp, SGLang); ``before`` when the usage does not carry a count (absent, null, not an
+    llama.cpp, SGLang), or ``before`` when the usage does not carry a count (absent, null, not an
     integer): the server did not say, which is not 0."""
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
@@ -78,7 +78,7 @@ def _cached_tokens(usage: dict[str, Any], before: int | None) -> int | None:
 
 def _values_of(choice: Any) -> list[Any]:
     """What one choice of an event carries where content goes (answer and reasoning alike, or
-    a completion's text); a truthy one makes the choice a content chunk."""
+    a completion's text). A truthy one makes the choice a content chunk."""
     if not isinstance(choice, dict):
         return []
     delta = choice.get("delta")
@@ -89,7 +89,7 @@ def _values_of(choice: Any) -> list[Any]:
 
 def join_received_text(parts: list[bytes | str]) -> str | None:
     """The text of a stream's parts: the fast path's JSON-escaped bytes and the parsed events'
-    strings, in order; None when an escaped part does not decode."""
+    strings, in order, or None when an escaped part does not decode."""
     out: list[str] = []
     run: list[bytes] = []
     try:
@@ -107,7 +107,8 @@ def join_received_text(parts: list[bytes | str]) -> str | None:
 
 
 class StreamScanner:
-    """Feeds on the bytes of one response, read by read; ``chunk_times`` gets one stamp per chunk."""
+    """Feeds on the bytes of one response, read by read, giving ``chunk_times`` one stamp per
+    chunk."""
 
     __slots__ = ("cached_tokens", "chunk_times", "completion_tokens", "done", "end_s", "model",
                  "pending", "prompt_tokens", "text_parts", "verified")
@@ -126,11 +127,12 @@ class StreamScanner:
 
     @property
     def received_text(self) -> str | None:
-        """Every content chunk's text joined (answer and reasoning); None: it did not decode."""
+        """Every content chunk's text joined (answer and reasoning), or None if it did not
+        decode."""
         return join_received_text(self.text_parts)
 
     def feed(self, data: bytes, now: float) -> None:
-        """One network read, stamped ``now``; raises StreamError for a stream that is wrong
+        """Scan one network read, stamped ``now``, raising StreamError for a stream that is wrong
         (``sse_line_too_long``: a line that goes on past ``MAX_LINE_BYTES``)."""
         self.end_s = now
         cut = data.rfind(b"\n") + 1
@@ -239,7 +241,7 @@ class StreamScanner:
 
 def _answer_part(choice: Any) -> str | None:
     """The answer text one choice of an event adds: chat's ``delta.content``, completions'
-    ``text`` (reasoning is not part of the answer); only the first choice counts."""
+    ``text`` (reasoning is not part of the answer). Only the first choice counts."""
     if not isinstance(choice, dict) or choice.get("index", 0) != 0:
         return None
     delta = choice.get("delta")
@@ -250,7 +252,7 @@ def _answer_part(choice: Any) -> str | None:
 class AnswerScanner(StreamScanner):
     """A ``StreamScanner`` that also keeps the answer's text, for a conversation whose next turn
     carries it. Every event is parsed (no fast path), so only the turns whose answer is needed
-    use it; the counts and stamps are the plain scanner's."""
+    use it. The counts and stamps are the plain scanner's."""
 
     __slots__ = ("parts",)
 

@@ -25,7 +25,7 @@ from tracker.results import RequestRecord, WorkloadResult
 def compute_adapter_results(workload: Workload, plan: LoadPlan,
                             result: WorkloadResult) -> list[WorkloadResult]:
     """``<phase>/adapter-<name>`` for each adapter the phase's measured requests asked for, in
-    name order; [] for a workload without adapters."""
+    name order, or [] for a workload without adapters."""
     if workload.adapters is None or not plan.measured:
         return []
     measured = len(plan.measured)

@@ -3,14 +3,15 @@
 A flat workload's bodies are all built up front. A multi-turn session's turn ``k`` carries the
 whole history: the system prompt, every earlier user turn and the assistant's answer to it, then
 the user's turn ``k``. With ``history: recorded`` the answers are the dataset's, so every body is
-built before timing and is byte-identical run after run; with ``history: live`` they are the
+built before timing and is byte-identical run after run. With ``history: live`` they are the
 model's own answers, so only the first turn is built up front and each later one when the answer
 before it has ended (``SessionRequests.request``). An agentic session's requests (tool results,
-sub-agent branches) are laid out by ``tracker.load.session_steps``; on the chat endpoint an
-answer that called tools is an assistant message with ``tool_calls`` and each result a ``tool``
-message; on the Messages API, ``tool_use`` and ``tool_result`` blocks; on completions, the texts
-joined. No ``tools`` definitions are sent (vLLM refuses the default ``tool_choice: auto`` unless
-started with ``--enable-auto-tool-choice``): a suite puts their weight in the system prompt.
+sub-agent branches) are laid out by ``tracker.load.session_steps``. On the chat endpoint, an
+answer that called tools is an assistant message with ``tool_calls`` and each result is a
+``tool`` message. On the Messages API they are ``tool_use`` and ``tool_result`` blocks, and on
+completions the texts are joined. No ``tools`` definitions are sent (vLLM refuses the default
+``tool_choice: auto`` unless started with ``--enable-auto-tool-choice``): a suite puts their
+weight in the system prompt.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def _anthropic_messages(conversation: list[Message]) -> list[dict[str, Any]]:
 
 def _messages_body(workload: Workload, model: str, messages: tuple[Message, ...],
                    max_tokens: int) -> dict[str, Any]:
-    """The Anthropic Messages API: ``system`` is a top-level field; usage always streams."""
+    """The Anthropic Messages API: ``system`` is a top-level field, and usage always streams."""
     system, conversation = _split(messages)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens,
                             "messages": _anthropic_messages(conversation),
@@ -122,8 +123,10 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 def build_request_specs(workload: Workload, traffic: WorkloadTraffic, *, model: str,
                         supports_ignore_eos: bool) -> tuple[list[RequestSpec], list[RequestSpec]]:
-    """(warm-up specs, measured specs) of a flat workload, in the order the suite planned them;
-    with ``adapters``, each request's ``model`` is its LoRA adapter (``tracker.load.adapters``)."""
+    """(warm-up specs, measured specs) of a flat workload, in the order the suite planned them.
+
+    With ``adapters``, each request's ``model`` is its LoRA adapter (``tracker.load.adapters``).
+    """
     models = ((model,) * len(traffic.requests) if workload.adapters is None
               else compute_adapter_plan(workload.adapters, len(traffic.requests)))
     specs = [
@@ -151,8 +154,8 @@ def _estimate_input_tokens(request: PlannedRequest) -> int:
 @dataclass(frozen=True, slots=True)
 class SessionRequests:
     """One session's requests (``tracker.load.session_steps``: its turns, then its branches',
-    in plan order): ``prebuilt`` holds those known before timing (the first; every one with
-    ``history: recorded``), the others are built from the live answers."""
+    in plan order). ``prebuilt`` holds those known before timing (the first, or every one with
+    ``history: recorded``), and the others are built from the live answers."""
 
     workload: Workload
     model: str
@@ -181,7 +184,7 @@ class SessionRequests:
         return self.live and needs_answer(self.steps, position)
 
     def request(self, position: int, answers: Answers) -> RequestSpec:
-        """Request ``position`` (plan order); ``answers``: the live answers before it."""
+        """Request ``position`` (in plan order), given ``answers``, the live answers before it."""
         if position < len(self.prebuilt):
             return self.prebuilt[position]
         return _turn_spec(self.workload, self.model, self.ignore_eos, self.steps, position,

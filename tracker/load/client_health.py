@@ -2,19 +2,19 @@
 
 A load generator that cannot keep up measures itself: requests leave late, chunks are stamped
 late, and the numbers look like a slow server. ``HealthProbe`` watches the client during the
-measured phase; ``compute_client_health`` (pure) decides whether the workload was client-bound
+measured phase. ``compute_client_health`` (pure) decides whether the workload was client-bound
 and says why, so the result is stored as such. Its lag is then the run's timing-error bound
 (``tracker.analysis.timing``): the comparison keeps the run and judges with the bound.
 
 Two causes, two remedies (``compute_bound_kind``):
 
 - **overloaded**: the client's loop thread was busy most of the wall time (CPU share at least
-  ``OVERLOADED_CPU_FRACTION``); more worker processes (``tracker.load.workers``) carry the load,
-  and the verdict says how many, from the busiest loop thread's CPU share;
+  ``OVERLOADED_CPU_FRACTION``). More worker processes (``tracker.load.workers``) carry the load,
+  and the verdict says how many, from the busiest loop thread's CPU share.
 - **starved**: the loop lagged while its thread used little CPU: something else on the host (the
   engine's CPU threads, which busy-poll, or other jobs) held the cores when the client needed
-  one. More workers cannot help a client that is not given a core; pinning the server and the
-  client to separate cores does.
+  one. More workers cannot help a client that is not given a core, but pinning the server and
+  the client to separate cores does.
 
 A dead server is neither: when no request succeeded, nothing the client stamped is a
 measurement of the server, and the run's failures say why.
@@ -56,8 +56,8 @@ class BoundKind(StrEnum):
 
 
 def compute_bound_kind(health: ClientHealth) -> BoundKind | None:
-    """Why a client-bound run was late: its own work, or other processes; None when it was not
-    client-bound. A CPU share not measured counts as overloaded (the remedy that was given
+    """Why a client-bound run was late: its own work, or other processes (None when it was not
+    client-bound). A CPU share not measured counts as overloaded (the remedy that was given
     before the share was known)."""
     if not health.client_bound:
         return None
@@ -116,12 +116,13 @@ def compute_client_health(*, cpu_fraction: float | None, loop_lags_s: Sequence[f
                           connections_opened: int = 0, workers: int = 1,
                           cores: int | None = None, succeeded: int | None = None) -> ClientHealth:
     """The verdict: client-bound when requests left late (open loop), the loop lagged, or the
-    client's loop thread was saturated. ``connections_opened``: connections the client had to open
-    while measuring (beyond the warmed pool), which delay the requests waiting for them.
-    ``workers``: the worker processes that shared the load (``cpu_fraction`` is the busiest
-    one's); a client-bound verdict says how many would have been needed (``cores``: the CPUs the
-    client may use, when known), or, when its thread was mostly idle, that it was starved.
-    ``succeeded``: the requests that succeeded; 0 (a dead server) is never client-bound."""
+    client's loop thread was saturated. ``connections_opened`` counts the connections the client
+    had to open while measuring (beyond the warmed pool), which delay the requests waiting for
+    them. ``workers`` is the number of worker processes that shared the load (``cpu_fraction`` is
+    the busiest one's). A client-bound verdict says how many would have been needed (``cores``:
+    the CPUs the client may use, when known), or, when its thread was mostly idle, that it was
+    starved. ``succeeded`` counts the requests that succeeded, and 0 (a dead server) is never
+    client-bound."""
     loop_p99 = _percentile(loop_lags_s, 99)
     send_p50, send_p99 = _percentile(send_lags_s, 50), _percentile(send_lags_s, 99)
     reasons: list[str] = []
@@ -208,7 +209,7 @@ class GcPause:
 
     A collection stops the event loop for milliseconds (measured here: 0.8 to 2.6 ms during a
     256-stream run), and every read that arrives meanwhile is stamped late. Reference counting
-    still frees what the requests leave behind (a streamed request leaves no cycles); should
+    still frees what the requests leave behind (a streamed request leaves no cycles). Should
     cycles pile up anyway (``GC_YOUNG_LIMIT`` new objects), one collection runs, and the
     probe's loop lag shows it. Collection is back on when the phase ends.
     """

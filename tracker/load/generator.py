@@ -1,17 +1,18 @@
 """The load generator: streams OpenAI-compatible requests over its own HTTP/1.1 client and times them.
 
 Timing rules (see tracker.results for the definitions):
-- the send stamp is taken when the request's bytes are in the kernel (tracker.http_client.connection): one
-  ``transport.write`` of head and body, stamped as it returns or, for a body bigger than the
-  socket takes at once, when the buffer has drained; never when the request was merely issued;
-- the receive stamp is taken by the connection's protocol when the network read arrives
+- The send stamp is taken when the request's bytes are in the kernel
+  (tracker.http_client.connection): one ``transport.write`` of head and body, stamped as it
+  returns or, for a body bigger than the socket takes at once, when the buffer has drained. It
+  is never taken when the request was merely issued.
+- The receive stamp is taken by the connection's protocol when the network read arrives
   (``data_received``), not when a reading coroutine wakes up, so a busy event loop does not
-  delay it; every chunk of one read shares that stamp, and the body is scanned right there;
-- connections are kept alive and the pool is opened to the concurrency before timing starts;
-- closed loop: ``concurrency`` workers, each sends its next request when one finishes;
-  open loop: requests start at planned times (``LoadPlan.arrivals_s``: a seeded schedule, or a
-  trace's own times), at most ``concurrency`` in flight; the plan is kept whatever the server
-  does, and the lateness is recorded.
+  delay it. Every chunk of one read shares that stamp, and the body is scanned right there.
+- Connections are kept alive, and the pool is opened to the concurrency before timing starts.
+- In closed loop, each of ``concurrency`` workers sends its next request when one finishes.
+  In open loop, requests start at planned times (``LoadPlan.arrivals_s``: a seeded schedule, or
+  a trace's own times), with at most ``concurrency`` in flight. The plan is kept whatever the
+  server does, and the lateness is recorded.
 A failed request is data: it becomes a ``RequestRecord`` with ``error_class`` set. Multi-turn
 sessions run on the same machinery (``tracker.load.sessions``).
 """
@@ -108,7 +109,7 @@ def compute_planned_rate(arrivals: Sequence[float] | None) -> float | None:
 
 
 def open_client(endpoint: Endpoint, clock: Clock) -> WireClient:
-    """Keep-alive connections to ``endpoint`` (``async with``); HTTP(S)_PROXY honoured."""
+    """Keep-alive connections to ``endpoint`` (``async with``), with HTTP(S)_PROXY honoured."""
     return WireClient(endpoint.base_url, clock)
 
 
@@ -204,10 +205,10 @@ async def run_request(client: WireClient, endpoint: Endpoint, path: str,
                       timeout_s: float, scheduled_s: float | None = None,
                       stamp: dict[str, float] | None = None,
                       scanner: StreamScanner | None = None) -> RequestRecord:
-    """Send one streamed request; every failure comes back as a record, never an exception.
+    """Send one streamed request: every failure comes back as a record, never an exception.
 
-    ``scheduled_s`` (open loop) is the planned start on the same origin as ``t0``; ``stamp``, when
-    given, receives ``issued`` and ``sent`` (the caller measures its send lag from them);
+    ``scheduled_s`` (open loop) is the planned start on the same origin as ``t0``. ``stamp``,
+    when given, receives ``issued`` and ``sent`` (the caller measures its send lag from them).
     ``scanner``, when given, reads the stream (one that keeps the answer's text, for a session).
     """
     stamp = stamp if stamp is not None else {}
@@ -286,7 +287,7 @@ class LoadGenerator:
                            client)
 
     async def _wait_for_start(self) -> float:
-        """The clock origin of the measured phase (now; a worker process waits for its
+        """The clock origin of the measured phase: now (a worker process waits for its
         coordinator's, tracker.load.workers)."""
         return self.clock()
 
@@ -380,8 +381,8 @@ class LoadGenerator:
         await self._schedule(arrivals, one)
 
     async def _schedule(self, arrivals: Sequence[float], job: ScheduledJob) -> None:
-        """``job(index, planned, ready)`` at each planned start, at most ``concurrency`` at once;
-        ``ready`` is when it could start (for the send lag)."""
+        """Run ``job(index, planned, ready)`` at each planned start, at most ``concurrency`` at
+        once, where ``ready`` is when it could start (for the send lag)."""
         assert self.t0 is not None
         t0 = self.t0
         slots = asyncio.Semaphore(self.plan.concurrency)

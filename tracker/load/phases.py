@@ -2,15 +2,15 @@
 
 Each phase is measured and stored as its own workload result:
 
-- ``concurrency`` or ``request_rate``: one phase named after the workload;
+- ``concurrency`` or ``request_rate``: one phase named after the workload.
 - ``stages``: one phase per stage, named ``<workload>@c<N>`` (closed loop) or
-  ``<workload>@<R>rps`` (open loop, with ``-b<burstiness>`` and ``-max<N>`` when set);
+  ``<workload>@<R>rps`` (open loop, with ``-b<burstiness>`` and ``-max<N>`` when set).
 - ``sweep``: one probe per rate tried, named ``<workload>@<R>rps``, then a result named after the
   workload that carries ``capacity_at_slo_req_per_s`` and the summary of the best passing probe,
-  so the capacity can be trended night by night under a stable name;
-- a trace (traffic whose requests carry ``arrival_s``): one phase named after the workload that
+  so the capacity can be trended night by night under a stable name.
+- A trace (traffic whose requests carry ``arrival_s``): one phase named after the workload that
   replays the trace's own times, whatever the shape says (``max_concurrency``, else
-  ``concurrency``, caps the requests in flight); scheduled latencies count from the trace's times.
+  ``concurrency``, caps the requests in flight). Scheduled latencies count from the trace's times.
 
 A multi-turn workload's phases are sessions (``SessionPlan``): ``concurrency`` conversations in
 flight, or conversations started at ``request_rate`` per second. Each phase's result is followed
@@ -110,7 +110,7 @@ def is_trace(traffic: WorkloadTraffic | None) -> bool:
 
 
 class WorkloadPhases:
-    """Hands out a workload's phases in order; a sweep chooses its next rate from the results.
+    """Hands out a workload's phases in order, and a sweep chooses its next rate from the results.
 
     ``traffic``, when given, can make it a trace replay (one phase at the trace's times).
     """
@@ -206,7 +206,7 @@ def _relative(times: list[float | None], what: str) -> tuple[float, ...]:
 def build_plan(workload: Workload, phase: Phase, warmup: list[RequestSpec],
                measured: list[RequestSpec], *, duration_s: float | None = None,
                count: int | None = None) -> LoadPlan:
-    """The plan of one phase; ``count``: how many starts to plan when ``measured`` is not what
+    """The plan of one phase. ``count`` is how many starts to plan when ``measured`` is not what
     is started (sessions: one start per conversation)."""
     path = ENDPOINT_PATHS[workload.endpoint_type]
     warm = warmup if phase.with_warmup else []
@@ -228,7 +228,7 @@ def build_plan(workload: Workload, phase: Phase, warmup: list[RequestSpec],
 
 def build_session_plan(workload: Workload, phase: Phase, warmup: list[SessionRequests],
                        measured: list[SessionRequests], *, think_time_s: float) -> SessionPlan:
-    """The plan of one phase of a multi-turn workload (warm-up sessions on the first only); a
+    """The plan of one phase of a multi-turn workload (warm-up sessions on the first only). A
     session trace's sessions start at their own times (``PlannedSession.arrival_s``)."""
     if phase.trace:
         arrivals = _relative([s.session.arrival_s for s in measured], "session")

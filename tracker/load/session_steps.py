@@ -9,16 +9,16 @@ a line of turns of its own, forked from the session's context when the calling a
   depth first: a turn, then the branches its answer calls (each whole, in call order), then the
   next turn of its line. It does not depend on timing, so a request has the same index every run.
 - **Depth** (``Step.depth``, the record's ``turn``): 1 + the requests before it on its path from
-  the session's start. Turn ``k`` of the main line has depth ``k``; turn ``j`` of a branch
+  the session's start. Turn ``k`` of the main line has depth ``k``. Turn ``j`` of a branch
   forked by turn ``k`` has depth ``k + j``, since it carries that turn's request and answer. So a
   branch's requests count among the later turns (``/turns-2+``), where the prefix is shared.
 - **Messages** of a step: its line's opening, then for each earlier turn of the line what that
   turn sent and the answer (an ``assistant`` message, with the tool calls it made), then what
   this turn sends: the results of the previous turn's calls (a plain tool's recorded result, a
   sub-agent's last answer), then the user's message, if any. The main line opens with the system
-  prompt; a branch with the whole request of the turn that called it and that turn's answer
-  (its text, without the calls), so every branch of a fork shares that prefix with its siblings
-  and with the next turn of the calling line.
+  prompt. A branch opens with the whole request of the turn that called it and that turn's
+  answer (its text, without the calls), so every branch of a fork shares that prefix with its
+  siblings and with the next turn of the calling line.
 """
 
 from __future__ import annotations

@@ -1,27 +1,27 @@
 """Multi-turn sessions: each conversation's turns sent one after another on the load generator.
 
-A session is a sequence of requests, each carrying the whole history (``tracker.load.bodies``);
-an agentic one also has tool calls and sub-agent branches (``tracker.load.session_steps``). The
-timing rules are the generator's (``tracker.load.generator``); what sessions add:
+A session is a sequence of requests, each carrying the whole history (``tracker.load.bodies``).
+An agentic one also has tool calls and sub-agent branches (``tracker.load.session_steps``). The
+timing rules are the generator's (``tracker.load.generator``). What sessions add:
 
-- closed loop: ``concurrency`` sessions in flight; a worker takes the next conversation when its
-  last one ended. Open loop: conversations start at planned times (``arrivals_s``, sessions per
-  second, or a session trace's own times), at most ``concurrency`` at once; turn 1 is measured
-  from its planned start;
-- the next turn is sent ``think_time_s`` after the answer before it ended (the turn's own, else
-  the workload's); with ``history: live`` the answer's text is read from the stream (content
-  deltas joined) and goes into the next request; with ``history: recorded`` every request was
-  built before timing;
-- an answer that calls tools: each plain tool's result comes back its ``latency_s`` after the
+- In closed loop, ``concurrency`` sessions are in flight, and a worker takes the next
+  conversation when its last one ended. In open loop, conversations start at planned times
+  (``arrivals_s``, sessions per second, or a session trace's own times), at most
+  ``concurrency`` at once, and turn 1 is measured from its planned start.
+- The next turn is sent ``think_time_s`` after the answer before it ended (the turn's own, else
+  the workload's). With ``history: live`` the answer's text is read from the stream (content
+  deltas joined) and goes into the next request. With ``history: recorded`` every request was
+  built before timing.
+- When an answer calls tools, each plain tool's result comes back its ``latency_s`` after the
   answer ended, and each sub-agent's branch is forked then (after its ``latency_s``) and runs its
-  own turns, in parallel with the other calls; the next turn is sent when the last of them is
-  back (think time does not apply: the tools are the wait);
-- a failed request ends its session: it is recorded as failed and the requests that depend on
-  it are not sent (a complete workload's ``num_requests`` minus its records counts them);
-  branches already in flight finish;
-- records are numbered by the plan, not by completion: session ``s``'s request at plan position
+  own turns, in parallel with the other calls. The next turn is sent when the last of them is
+  back (think time does not apply: the tools are the wait).
+- A failed request ends its session. It is recorded as failed, and the requests that depend on
+  it are not sent (a complete workload's ``num_requests`` minus its records counts them).
+  Branches already in flight finish.
+- Records are numbered by the plan, not by completion: session ``s``'s request at plan position
   ``p`` (``tracker.load.session_steps``) has index (requests of the sessions before ``s``) +
-  ``p``, so the same request has the same index every run; its ``turn`` is its depth.
+  ``p``, so the same request has the same index every run. Its ``turn`` is its depth.
 """
 
 from __future__ import annotations
@@ -148,15 +148,15 @@ class SessionGenerator(LoadGenerator):
     async def _run_session(self, client: WireClient, number: int, session: SessionRequests,
                            first_index: int, *, keep: bool,
                            scheduled: tuple[float, float] | None = None) -> None:
-        """The requests of one session in order; ``scheduled``: the first one's (planned,
+        """The requests of one session in order, with ``scheduled`` the first one's (planned,
         ready)."""
         t0 = self.t0 if keep and self.t0 is not None else self.clock()
         run = _SessionRun(session, number, first_index, t0, keep, scheduled)
         await self._run_line(client, run, 0)
 
     async def _run_line(self, client: WireClient, run: _SessionRun, line: int) -> bool:
-        """One line of the session (the main one, or a branch) turn by turn; False when a
-        request failed, so what depends on it is not sent."""
+        """One line of the session (the main one, or a branch) turn by turn. It returns False
+        when a request failed, so what depends on it is not sent."""
         steps = run.session.steps
         for position in steps.lines[line].steps:
             before = steps.previous(position)
@@ -173,8 +173,9 @@ class SessionGenerator(LoadGenerator):
         return True
 
     async def _run_tools(self, client: WireClient, run: _SessionRun, step: Step) -> bool:
-        """The tools the answer of ``step`` called, in parallel: each plain tool's latency, each
-        sub-agent's branch after its latency; True when every branch ran to its end."""
+        """The tools the answer of ``step`` called, in parallel: each plain tool's latency, and
+        each sub-agent's branch after its latency. It returns True when every branch ran to its
+        end."""
         async def call(number: int) -> bool:
             tool = step.turn.tool_calls[number]
             if tool.latency_s > 0:

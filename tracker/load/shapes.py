@@ -1,13 +1,13 @@
 """Load shapes (pure): open-loop arrival schedules and the search for capacity at SLO.
 
 Arrivals follow ``vllm bench serve``: the gaps between requests are drawn from a gamma
-distribution with shape ``burstiness`` and mean ``1 / rate`` (burstiness 1 is a Poisson process;
-below 1 burstier, above 1 more regular); the first request starts at 0. A rate of ``inf`` starts
+distribution with shape ``burstiness`` and mean ``1 / rate`` (burstiness 1 is a Poisson process,
+below 1 is burstier, above 1 more regular). The first request starts at 0. A rate of ``inf`` starts
 every request at once. The draws come from ``random.Random(seed)``, so a suite's seed fixes them.
 
 The sweep looks for the highest request rate that still meets the SLOs: it doubles the rate from
-``start_rate`` while probes pass, then bisects between the highest pass and the lowest failure;
-if the first probe fails it halves instead. A client-bound probe ends the search (the client,
+``start_rate`` while probes pass, then bisects between the highest pass and the lowest failure.
+If the first probe fails, it halves instead. A client-bound probe ends the search (the client,
 not the server, set the limit there).
 """
 
@@ -116,7 +116,7 @@ def _bisections(probes: Sequence[Probe]) -> int:
 
 
 def compute_capacity(probes: Sequence[Probe]) -> float | None:
-    """The highest passing rate below every failing one; None when no rate passed."""
+    """The highest passing rate below every failing one, or None when no rate passed."""
     failed = [p.rate_per_s for p in probes if not p.passed]
     ceiling = min(failed, default=math.inf)
     passed = [p.rate_per_s for p in probes if p.passed and p.rate_per_s < ceiling]

@@ -1,16 +1,16 @@
 """One plan shared out over worker processes or load hosts, and their outcomes merged (no I/O).
 
-The plan (``LoadPlan`` or ``SessionPlan``) is built once; each worker gets all of it and its
+The plan (``LoadPlan`` or ``SessionPlan``) is built once. Each worker gets all of it and its
 share (``WorkerShare``, from ``compute_shares``):
 
-- closed loop: the concurrency is split (5 over 2 workers: 3 and 2); request ``i`` goes to the
+- Closed loop: the concurrency is split (5 over 2 workers: 3 and 2). Request ``i`` goes to the
   worker holding slot ``i % concurrency``, so each worker's share of requests follows its share
-  of the concurrency (with a duration, each keeps starting its own indices until the end);
-- open loop (and a trace): arrival ``i`` goes to worker ``i % workers``, at its planned time,
-  so the one seeded Poisson/gamma process (or the trace) is what leaves the machine; a
-  ``max_concurrency`` cap is split like a concurrency (each worker caps its own share);
-- sessions: conversations are dealt the same way (by slot closed-loop, round-robin open-loop);
-  a conversation stays on one worker, and its records keep their plan-order indices.
+  of the concurrency (with a duration, each keeps starting its own indices until the end).
+- Open loop (and a trace): arrival ``i`` goes to worker ``i % workers``, at its planned time,
+  so the one seeded Poisson/gamma process (or the trace) is what leaves the machine. A
+  ``max_concurrency`` cap is split like a concurrency (each worker caps its own share).
+- Sessions: conversations are dealt the same way (by slot closed-loop, round-robin open-loop).
+  A conversation stays on one worker, and its records keep their plan-order indices.
 
 ``merge_outcomes`` sorts the workers' records by index and recomputes the duration and the
 client-health verdict from every worker's raw figures (loop lags and send lags pooled, the
@@ -101,9 +101,9 @@ class WorkerOutcome:
 def merge_outcomes(outcomes: Sequence[WorkerOutcome], plan: Plan, *, t0: float, now: float,
                    started_at: datetime, ended_at: datetime, complete: bool,
                    cores: int | None = None) -> LoadOutcome:
-    """One outcome from the workers' (records by index; duration and client health as one
-    generator computes them, from every worker's figures); ``now``: the clock's reading at the
-    end, ``cores``: the CPUs the workers could use (for the client-bound remedy)."""
+    """One outcome from the workers' (records by index, with duration and client health as one
+    generator computes them, from every worker's figures). ``now`` is the clock's reading at the
+    end, and ``cores`` the CPUs the workers could use (for the client-bound remedy)."""
     records = tuple(sorted((r for o in outcomes for r in o.records), key=lambda r: r.index))
     ends = [r.start_s + r.e2el_s for r in records if r.e2el_s is not None]
     duration = max(ends, default=now - t0) if complete else now - t0

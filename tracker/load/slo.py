@@ -2,7 +2,7 @@
 
 A request meets the SLOs when it succeeded and each latency that has an objective is at or below
 it. In open loop, TTFT and E2E latency are taken from the request's *planned* start (the scheduled
-latency), because a user waits from then; in closed loop there is no plan, so from the send.
+latency), because a user waits from then. In closed loop there is no plan, so from the send.
 TPOT has no first token to wait for: a one-token answer has none and meets a TPOT objective.
 Goodput is the number of requests that met every objective per second of the workload.
 """

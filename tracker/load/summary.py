@@ -1,9 +1,10 @@
-"""Per-workload summaries from request records (pure; vLLM ``bench serve`` semantics).
+"""Per-workload summaries from request records (pure, with vLLM ``bench serve`` semantics).
 
 Latency statistics (``tracker.results.compute_latency_stats``, which imported tools' per-request
 values share): percentiles interpolate linearly between order statistics (numpy's default) and
-the standard deviation is the population one (``ddof=0``), as ``vllm bench serve`` computes them, so numbers
-can be compared with it. Only successful requests enter latency statistics and token totals.
+the standard deviation is the population one (``ddof=0``), as ``vllm bench serve`` computes
+them, so numbers can be compared with it. Only successful requests enter latency statistics and
+token totals.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _per_second(amount: float, duration_s: float) -> float | None:
 def compute_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
     """Successful requests whose server usage does not fit what arrived
     (``tracker.load.token_check``: more chunks than tokens, or, where a chunk carried several,
-    the model's tokenizer's count of the text); None when no request had usage."""
+    the model's tokenizer's count of the text), or None when no request had usage."""
     return compute_token_count_check(records).mismatches
 
 
@@ -59,19 +60,19 @@ def _typical(overheads: list[int]) -> int:
 
 def compute_input_token_overhead(records: Iterable[RequestRecord]) -> int | None:
     """The median of ``usage.prompt_tokens`` minus the input length asked for: the tokens the
-    server adds on its own (a chat template's, a BOS), 0 when lengths are exact on completions;
-    None when no request had both."""
+    server adds on its own (a chat template's, a BOS), 0 when lengths are exact on completions,
+    or None when no request had both."""
     overheads = _input_token_overheads(records)
     return _typical(overheads) if overheads else None
 
 
 def compute_input_token_count_mismatches(records: Iterable[RequestRecord]) -> int | None:
     """Successful requests whose server ``usage.prompt_tokens`` is not the input length the
-    suite asked for plus the workload's own overhead (``compute_input_token_overhead``; within
+    suite asked for plus the workload's own overhead (``compute_input_token_overhead``, within
     one token where the server adds some, as a template's last token may merge): prompts the
     server did not count as asked (words in another tokenizer, a cut prompt). A chat
-    template's tokens, the same on every request, are not a mismatch; None when no request had
-    both counts (nothing asked, or no usage)."""
+    template's tokens, the same on every request, are not a mismatch. The count is None when no
+    request had both counts (nothing asked, or no usage)."""
     overheads = _input_token_overheads(records)
     if not overheads:
         return None
@@ -96,8 +97,8 @@ def complete_cached_tokens(records: Sequence[RequestRecord]) -> tuple[RequestRec
 
 def compute_turn_summaries(records: Sequence[RequestRecord],
                            duration_s: float) -> dict[int, WorkloadSummary]:
-    """Turn number -> the summary of that turn's records (multi-turn workloads; empty for
-    others), throughputs over the whole ``duration_s``."""
+    """Turn number -> the summary of that turn's records (multi-turn workloads, empty for
+    others), with throughputs over the whole ``duration_s``."""
     by_turn: dict[int, list[RequestRecord]] = {}
     for record in records:
         if record.turn is not None:

@@ -3,16 +3,16 @@
 A content chunk carries at least one token, and often several: vLLM puts every token generated
 since the last one it sent into the next chunk when the client falls behind. So:
 
-- more content chunks than usage tokens cannot happen: a mismatch, always;
-- as many chunks as tokens: usage is confirmed, one token a chunk;
-- fewer chunks than tokens: the chunks cannot say. Where the received text was counted in the
+- More content chunks than usage tokens cannot happen: it is a mismatch, always.
+- As many chunks as tokens: usage is confirmed, one token a chunk.
+- Fewer chunks than tokens: the chunks cannot say. Where the received text was counted in the
   model's tokenizer (``RequestRecord.output_text_tokens``), that count checks usage, within
   ``TEXT_TOKEN_SLACK`` (a stop token is counted but not sent as text) — once the tokenizer has
   shown it reproduces the server's counts on this workload's own requests that arrived one token
   a chunk (at least ``FAITHFUL_SHARE`` of them within the slack). Re-tokenizing a model's output
   is not always its token count: a random-weights model's text re-encodes to other tokens
   (measured on vLLM 0.32 with a 4,096-token BPE: 64 tokens re-counted as 48 to 100), and a
-  tokenizer other than the server's counts its own way; such a tokenizer checks nothing, and the
+  tokenizer other than the server's counts its own way. Such a tokenizer checks nothing, and the
   check says so.
 """
 
@@ -29,7 +29,7 @@ FAITHFUL_SHARE = 0.9  # of the one-token-a-chunk requests the tokenizer must cou
 
 @dataclass(frozen=True, slots=True)
 class TokenCountCheck:
-    """A workload's check; ``mismatches`` None: no request had usage to check."""
+    """A workload's check, where ``mismatches`` is None when no request had usage to check."""
 
     mismatches: int | None
     calibration: int  # requests of one token a chunk whose text was counted
@@ -66,8 +66,8 @@ def compute_token_count_check(records: Iterable[RequestRecord]) -> TokenCountChe
 
 
 def describe_token_count_check(check: TokenCountCheck, tokenizer: str | None) -> str:
-    """What usage was checked against, in words (``tokenizer``: the one that counted the text
-    received; None: none did)."""
+    """What usage was checked against, in words (``tokenizer`` is the one that counted the text
+    received, or None when none did)."""
     chunks = ("content chunks (a chunk carries one token or more: more chunks than usage tokens "
               "is a mismatch)")
     if tokenizer is None:

@@ -2,7 +2,7 @@
 
 A worker is a process (the ``forkserver`` start method) with its own event loop, keep-alive pool,
 client-health probe and garbage-collection pause, pinned to one of the CPUs the coordinator may
-use; it runs the single-process generator (``LoadGenerator``, ``SessionGenerator``) restricted to
+use. It runs the single-process generator (``LoadGenerator``, ``SessionGenerator``) restricted to
 its share of the plan (``tracker.load.shares``). The coordinator (``WorkerPool``, the interface
 of ``LoadGenerator``) starts the workers, waits until every one has warmed its pool and run its
 share of the warm-up, and picks the measured phase's origin ``t0``: ``time.perf_counter`` is
@@ -182,8 +182,8 @@ async def _schedule_share(generator: _WorkerGenerator | _WorkerSessionGenerator,
 
 
 def _pin(cpu: int | None) -> None:
-    """A worker on ``cpu``; not given one, on its coordinator's CPUs: the forkserver it comes
-    from may have started before a launched server took some (``target.launch.cpus``)."""
+    """A worker on ``cpu``, or, when not given one, on its coordinator's CPUs: the forkserver it
+    comes from may have started before a launched server took some (``target.launch.cpus``)."""
     with contextlib.suppress(AttributeError, OSError, ValueError):  # not allowed here: unpinned
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
@@ -235,8 +235,8 @@ def save_host_job(job: WorkerJob, path: str) -> None:
 def run_host_share(job_path: str, t0: float, outcome_path: str,
                    headers: dict[str, str] | None = None) -> None:
     """One load host's share (``save_host_job``), started at ``t0`` on this host's monotonic
-    clock, its raw outcome pickled to ``outcome_path`` for the merge. What a host runs in
-    docs/multihost.md; tests/load/test_workers.py runs two in network namespaces."""
+    clock, its raw outcome pickled to ``outcome_path`` for the merge. docs/multihost.md says what
+    a host runs, and tests/load/test_workers.py runs two in network namespaces."""
     with open(job_path, "rb") as handle:
         job: WorkerJob = pickle.load(handle)  # a file of the coordinator's, not outside input
     if headers:
@@ -303,7 +303,7 @@ class _Channel:
 
 
 class WorkerPool:
-    """Runs one plan on ``workers`` processes; the interface of ``LoadGenerator`` (``run``,
+    """Runs one plan on ``workers`` processes, with the interface of ``LoadGenerator`` (``run``,
     ``records`` and ``outcome`` after a cancellation)."""
 
     def __init__(self, endpoint: Endpoint, plan: Plan, workers: int, *,

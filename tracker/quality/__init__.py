@@ -2,8 +2,8 @@
 
 ``sets`` (the item model, seeded samples) ← ``formats`` (GSM8K-style and multiple-choice lines)
 → ``set_files`` (a file) → ``scorers`` → ``accuracy`` (accuracy with a Wilson interval, drift
-from a baseline run's answers). Asking the target is ``tracker.runner.quality_client``; base vs
-head paired is ``tracker.analysis.paired_quality``.
+from a baseline run's answers). Asking the target is ``tracker.runner.quality_client``, and base
+vs head paired is ``tracker.analysis.paired_quality``.
 """
 
 from tracker.errors import QualitySetError

@@ -1,10 +1,10 @@
 """Accuracy with a Wilson score interval, and the drift of answers from a baseline run (pure).
 
-- accuracy: right answers / answered items (an item whose request failed is not answered; it
-  shows in ``items`` with its error and counts in neither);
-- the Wilson interval (95 % by default) stays inside [0, 1] and is honest for 0 or n successes,
-  where the normal approximation collapses to a point;
-- drift: among items answered both now and in the baseline run (matched by id), the share whose
+- Accuracy: right answers / answered items. An item whose request failed is not answered: it
+  shows in ``items`` with its error and counts in neither.
+- The Wilson interval (95 % by default) stays inside [0, 1] and is honest for 0 or n successes,
+  where the normal approximation collapses to a point.
+- Drift: among items answered both now and in the baseline run (matched by id), the share whose
   answer text changed (compared after collapsing whitespace). It shows answers that flipped even
   when the accuracy holds — an fp8 KV cache that turns "Paris" into "Lyon" on one item and "Lyon"
   into "Paris" on another. A sampled item's asks (temperature > 0) vary by design: no drift.
@@ -20,7 +20,7 @@ from tracker.results import QualityItemResult, QualityResult
 
 
 def compute_wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (SciPy's); n must be > 0."""
+    """The Wilson score interval of a binomial proportion (SciPy's), for n > 0."""
     # a second to import, and the simulator imports this package: loaded only when needed
     from scipy import stats  # type: ignore[import-untyped]
 

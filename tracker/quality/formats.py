@@ -2,12 +2,12 @@
 
 A line is told apart by its keys:
 
-- the tracker's own: ``prompt`` (``tracker.quality.sets``);
-- multiple choice (MMLU-style): ``question``, ``choices`` (2 to 26 texts) and ``answer``, a
+- The tracker's own: ``prompt`` (``tracker.quality.sets``).
+- Multiple choice (MMLU-style): ``question``, ``choices`` (2 to 26 texts) and ``answer``, a
   letter ("B") or a 0-based index (1). The prompt lists the choices as "A. ...", one a line, and
-  asks for the letter; the ``choice`` scorer reads it;
+  asks for the letter, which the ``choice`` scorer reads.
 - GSM8K-style: ``question`` and ``answer``, a worked answer whose last line is ``#### <number>``
-  (thousands separators allowed). The question is the prompt, as is; the ``numeric`` scorer takes
+  (thousands separators allowed). The question is the prompt, as is. The ``numeric`` scorer takes
   the answer's last number ("... so she has 42 left." scores as 42).
 
 Either may carry an ``id`` (else ``line-<n>``, its line in the file) and a ``subject``, which is

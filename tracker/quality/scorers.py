@@ -1,15 +1,15 @@
 """Score one answer against one quality item: 1.0 right, 0.0 wrong (pure).
 
 - ``exact``: equal after trimming whitespace, surrounding quotes or backticks and a final period,
-  collapsing inner whitespace and (unless ``case_sensitive``) ignoring case;
-- ``contains``: the expected text appears in the answer (same normalisation);
-- ``regex``: the pattern is found in the answer (case-insensitive unless ``case_sensitive``);
+  collapsing inner whitespace and (unless ``case_sensitive``) ignoring case.
+- ``contains``: the expected text appears in the answer (same normalisation).
+- ``regex``: the pattern is found in the answer (case-insensitive unless ``case_sensitive``).
 - ``numeric``: the answer's *last* number (thousands separators allowed) is within
   ``tolerance`` + ``relative_tolerance`` x |expected| of the expected number — the last, because
-  models write "17 + 25 = 42";
-- ``choice``: the letter the answer picks ("B", "(B)", "B) Jupiter", "Answer: B") is the expected;
+  models write "17 + 25 = 42".
+- ``choice``: the letter the answer picks ("B", "(B)", "B) Jupiter", "Answer: B") is the expected.
 - ``json``: the answer (optionally inside a ```json fence) parses and matches the JSON Schema
-  (2020-12; ``find_violation`` says how it does not).
+  (2020-12), and ``find_violation`` says how it does not.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _score_choice(item: QualityItem, output: str) -> bool:
 
 def find_violation(value: Any, schema: Mapping[str, Any]) -> str | None:
     """How ``value`` breaks ``schema`` (one checked at load), the error ``best_match`` ranks first,
-    as ``JSON path: reason``; None when it matches."""
+    as ``JSON path: reason``, or None when it matches."""
     validator = Draft202012Validator(schema, registry=LOCAL_SCHEMA_REFS)
     error = best_match(validator.iter_errors(value))
     return None if error is None else f"{error.json_path}: {error.message}"

@@ -27,7 +27,7 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def load_quality_set(path: str | Path) -> QualitySet:
-    """Parse and check a JSONL quality set; every reference answer must pass its scorer."""
+    """Parse and check a JSONL quality set, in which every reference answer must pass its scorer."""
     file = Path(path)
     items: list[QualityItem] = []
     seen: dict[str, int] = {}

@@ -5,19 +5,21 @@ One JSON object a line (blank lines and lines starting with ``//`` are skipped):
     {"id": "add-1", "prompt": "What is 17 + 25? Answer with the number only.",
      "expected": 42, "scorer": "numeric", "params": {"tolerance": 0}}
 
-- ``id``: unique in the set (answers are matched by it across runs, for the drift);
-- ``prompt``: sent as the only user message, at temperature 0;
+- ``id``: unique in the set (answers are matched by it across runs, for the drift).
+- ``prompt``: sent as the only user message, at temperature 0.
 - ``expected`` and ``scorer``: ``exact``/``contains`` (text), ``regex`` (a pattern searched in the
-  answer), ``numeric`` (a number; ``params``: ``tolerance``, ``relative_tolerance``), ``choice``
-  (one letter; ``params``: ``options``, default ``ABCD``), ``json`` (a JSON Schema 2020-12,
-  ``check_json_schema``). Text scorers take ``params.case_sensitive`` (default false);
-- ``answer`` (optional): a reference answer. Loading checks that it passes its own scorer; the
-  simulator says it when it answers the item right;
-- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item;
+  answer), ``numeric`` (a number, whose ``params`` are ``tolerance`` and ``relative_tolerance``),
+  ``choice`` (one letter, whose ``params`` are ``options``, default ``ABCD``), ``json`` (a JSON
+  Schema 2020-12, ``check_json_schema``). Text scorers take ``params.case_sensitive`` (default
+  false).
+- ``answer`` (optional): a reference answer. Loading checks that it passes its own scorer, and
+  the simulator says it when it answers the item right.
+- ``max_tokens`` (optional): overrides the suite's ``quality.max_tokens`` for this item.
 - ``temperature`` (default 0) and ``samples`` (default 1): an item at temperature 0 is asked
-  once (its answer does not vary); a sampled one (temperature > 0) ``samples`` times, each ask a
-  result of its own, ``<id>#1`` … ``<id>#N`` (``ask_ids``), scored and paired like an item. A
-  sampled ask's answer varies by design, so it counts in the accuracy and not in the drift.
+  once (its answer does not vary). A sampled one (temperature > 0) is asked ``samples`` times,
+  each ask a result of its own, ``<id>#1`` … ``<id>#N`` (``ask_ids``), scored and paired like an
+  item. A sampled ask's answer varies by design, so it counts in the accuracy and not in the
+  drift.
 
 A line may instead be GSM8K-style (``question``, ``answer`` ending in ``#### number``) or
 multiple choice (``question``, ``choices``, ``answer`` as a letter or index): see
@@ -192,7 +194,7 @@ def check_json_schema(schema: object, where: str) -> None:
 
 def compute_sample(quality_set: QualitySet, size: int | None, seed: int) -> QualitySet:
     """``size`` items drawn without replacement (seeded), in the file's order, as a set of its own
-    version; the whole set when ``size`` is None or not smaller than the set."""
+    version, or the whole set when ``size`` is None or not smaller than the set."""
     if size is None or size >= len(quality_set.items):
         return quality_set
     chosen = sorted(random.Random(seed).sample(range(len(quality_set.items)), size))
@@ -217,7 +219,7 @@ def _validation_message(exc: ValidationError) -> str:
 
 def parse_quality_item(line: str, where: str, number: int = 0) -> QualityItem:
     """One line of a set file: the tracker's own item, or a GSM8K-style or multiple-choice line
-    (``tracker.quality.formats``; ``number``, the line's, names an item without an id)."""
+    (``tracker.quality.formats``). ``number``, the line's, names an item without an id."""
     try:
         data = parse_untrusted_json(line)
     except UntrustedJSONError as exc:

@@ -1,12 +1,12 @@
 """The simulator's answers to quality items: a seeded model of a model that is mostly right.
 
 The simulated model "knows" the items of the quality sets shipped in ``baselines/quality/``
-(their reference answers; see ``tracker.quality.sets``): the 40 of ``basic.jsonl`` and the
+(their reference answers, see ``tracker.quality.sets``): the 40 of ``basic.jsonl`` and the
 1,000 of ``mixed-1k.jsonl``. When the last message of a request (or
 the completions prompt) is exactly an item's prompt, it answers that item instead of emitting
 vocabulary words: the reference answer, or — with probability ``error_rate`` — a wrong one (a
 nearby number, another option letter, another item's answer). A prompt it does not know gets the
-usual words, which no scorer accepts; so a user's own set scores near zero on the simulator.
+usual words, which no scorer accepts, so a user's own set scores near zero on the simulator.
 
 The error rate grows with what costs accuracy on a real engine: ``BASE_ERROR_RATE``, plus
 ``QUANTIZATION_PENALTY`` for a 4-bit weight scheme (AWQ, GPTQ, …) or ``OTHER_QUANT_PENALTY`` for
@@ -108,8 +108,8 @@ def _wrong_answer(item: QualityItem, others: Sequence[str], rng: SplitMix64) -> 
 
 @functools.lru_cache(maxsize=4)
 def load_answer_key(directory: Path | None = None) -> Mapping[str, QualityItem]:
-    """Prompt -> item, over every valid set in ``directory`` (default: the shipped sets; an
-    invalid one is logged, skipped)."""
+    """Prompt -> item, over every valid set in ``directory`` (default: the shipped sets). An
+    invalid set is logged and skipped."""
     directory = directory if directory is not None else shipped_quality_sets()
     key: dict[str, QualityItem] = {}
     for path in sorted(directory.glob("*.jsonl")):

@@ -1,7 +1,7 @@
 """The simulator's aiohttp application: OpenAI-compatible routes over one ``Engine``.
 
 Every response carries ``x-tracker-simulated: true``. A streamed request writes each token chunk
-as soon as the engine step that made it ends; a client that goes away is dropped from the engine.
+as soon as the engine step that made it ends. A client that goes away is dropped from the engine.
 """
 
 from __future__ import annotations
@@ -132,8 +132,8 @@ class _Handlers:
         return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
     async def tokenize(self, request: web.Request) -> web.Response:
-        """vLLM's ``/tokenize``: ``prompt`` or ``messages`` (their contents, as chat counts them);
-        the word tokenizer adds no special tokens."""
+        """vLLM's ``/tokenize``: ``prompt`` or ``messages`` (their contents, as chat counts them).
+        The word tokenizer adds no special tokens."""
         try:
             body = parse_json_object(await request.read())
             self._check_model(body)
@@ -205,7 +205,8 @@ async def _stream(
 async def _stream_pieces(
     response: web.StreamResponse, encoder: ResponseEncoder, sim_request: SimRequest
 ) -> bool:
-    """Write pieces as they come; False if the request was aborted (server shutting down)."""
+    """Write pieces as they come, and return False if the request was aborted (server shutting
+    down)."""
     sent = 0
     pieces = sim_request.pieces
     while True:

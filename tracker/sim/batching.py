@@ -4,14 +4,14 @@ Each step first reserves KV blocks for the tokens the running requests decode, p
 newest request (recompute: it goes back to the front of the queue and frees its blocks) when the
 cache is full, as vLLM does. Then, if nothing was preempted, it admits waiting requests in arrival
 order while ``max_num_seqs`` and the free blocks allow. At the end of the step every running
-request gets one token; the ones that reach their length finish and free their blocks.
+request gets one token. The ones that reach their length finish and free their blocks.
 
 With prefix caching, the full prompt blocks of running requests are shared: a block whose hash a
 running request already holds is referenced, not allocated again, and is freed with its last
 holder (vLLM's reference-counted blocks). With ``max_num_batched_tokens`` a step computes at most
 that many tokens, as vLLM's chunked prefill does: each running request that decodes takes one,
 a prompt still being prefilled continues with the largest chunk left, then waiting requests are
-admitted with a chunk of what remains; a request streams its first token at the end of the step
+admitted with a chunk of what remains. A request streams its first token at the end of the step
 that computes its prompt's last chunk. Static batching (``reserve_tokens`` set) is the
 engine before paging and continuous batching: each sequence reserves ``reserve_tokens`` of KV up
 front, and a new batch is admitted only when the previous one has drained.
@@ -38,7 +38,7 @@ ABORT = "abort"
 
 
 class SimRequest:
-    """One request inside the engine; its handler reads ``pieces`` as they grow."""
+    """One request inside the engine, whose handler reads ``pieces`` as they grow."""
 
     __slots__ = (
         "_done_reason", "_waiter", "_words", "adapter", "admitted", "block_hashes",
@@ -71,8 +71,8 @@ class SimRequest:
         return len(self.pieces)
 
     def emit(self, tokens: int = 1) -> bool:
-        """Append the next ``tokens`` tokens (fewer where the request ends first); True when
-        the last one came."""
+        """Append the next ``tokens`` tokens (fewer where the request ends first), and return
+        True when the last one came."""
         for _ in range(min(tokens, self.output_tokens - len(self.pieces))):
             self.pieces.append(self._words.next_piece())
         done = len(self.pieces) >= self.output_tokens
@@ -103,7 +103,7 @@ class SimRequest:
 
 @dataclass(slots=True)
 class EngineCounters:
-    """Monotonic counters, as vLLM exports them; tokens, not requests, for the prefix cache."""
+    """Monotonic counters, as vLLM exports them, with tokens, not requests, for the prefix cache."""
 
     preemptions: int = 0
     prompt_tokens: int = 0
@@ -154,8 +154,8 @@ class Scheduler:
 
     @property
     def batch_width(self) -> int:
-        """Sequences a decode step computes; a static batch keeps computing (padding) the ones
-        that have finished until the whole batch is done."""
+        """The sequences a decode step computes. A static batch keeps computing (padding) the
+        ones that have finished until the whole batch is done."""
         return self._static_width if self.static and self.running else len(self.running)
 
     def compute_kv_read_bytes(self) -> int:
@@ -186,7 +186,7 @@ class Scheduler:
         self.waiting.append(request)
 
     def abort(self, request: SimRequest) -> None:
-        """Drop a request wherever it is (a client went away); a finished one is left alone."""
+        """Drop a request wherever it is (a client went away), but leave a finished one alone."""
         if request.finish_reason is not None:
             return
         if request in self.waiting:
@@ -201,7 +201,7 @@ class Scheduler:
             self.abort(request)
 
     def schedule(self) -> int:
-        """Reserve this step's KV slots and admit what fits; returns the tokens to prefill."""
+        """Reserve this step's KV slots, admit what fits, and return the tokens to prefill."""
         if self._grow_running():
             return 0
         if self.static and self.running:
@@ -221,7 +221,7 @@ class Scheduler:
         return prefill_tokens
 
     def finish_step(self) -> None:
-        """Give every running request whose prompt is computed its token; finished ones leave
+        """Give every running request whose prompt is computed its token. Finished ones leave
         and free their blocks."""
         still_running: list[SimRequest] = []
         for request in self.running:
@@ -256,7 +256,8 @@ class Scheduler:
         return request.block_hashes if self._prefix_cache is not None else ()
 
     def _grow_running(self) -> bool:
-        """Allocate blocks for the running requests' next tokens; True if any was preempted."""
+        """Allocate blocks for the running requests' next tokens, and return True if any was
+        preempted."""
         preempted = False
         index = 0
         while index < len(self.running):
@@ -275,7 +276,7 @@ class Scheduler:
 
     def _admit(self, left: int | None) -> int:
         """Admit waiting requests in order while a sequence slot, the blocks and ``left`` tokens
-        of the step's budget allow (None: no budget); each computes a chunk of its prompt. A
+        of the step's budget allow (None: no budget). Each computes a chunk of its prompt. A
         request whose LoRA adapter would be one too many in the batch is passed over and keeps
         its place in the queue."""
         prefill_tokens = 0
@@ -299,8 +300,8 @@ class Scheduler:
         return prefill_tokens
 
     def _admit_one(self, request: SimRequest, left: int | None) -> int | None:
-        """Admit the first waiting request when its blocks fit: the prompt tokens it computes
-        this step; None: it does not fit (it stays first in the queue)."""
+        """Admit the first waiting request when its blocks fit, and return the prompt tokens it
+        computes this step, or None when it does not fit (it stays first in the queue)."""
         context = request.prompt_tokens + request.generated
         shared = self._shareable(request)
         new_shared = sum(1 for h in shared if h not in self._shared_refs)

@@ -2,7 +2,7 @@
 
 A token chunk is two precomputed byte strings around the JSON-escaped piece, so streaming costs
 one ``json.dumps`` of a short string per token. As vLLM does, the chunk of the last token carries
-the finish reason; the usage chunk (``"choices": []``) follows only when asked for. The usage
+the finish reason. The usage chunk (``"choices": []``) follows only when asked for. The usage
 carries ``prompt_tokens_details.cached_tokens`` (the prompt tokens found in the prefix cache) as
 vLLM's does with ``--enable-prompt-tokens-details``: only when some were, so a miss has no details.
 """
@@ -55,7 +55,7 @@ class ResponseEncoder:
         return f'data: {self._stream_head},"choices":[{_dumps(choice)}]}}\n\n'.encode()
 
     def piece_chunks(self, pieces: list[str], finish_reason: str | None) -> bytes:
-        """One chunk per piece; the last one carries ``finish_reason`` when given."""
+        """One chunk per piece, the last one carrying ``finish_reason`` when given."""
         start, end = self._piece_start, self._piece_end
         last = len(pieces) - 1
         chunks = [

@@ -10,7 +10,7 @@ differ a little, reproducibly (nothing is counted process-wide, so a run's facto
 on which engines came before it in the process). Static batching (``batching: static``) reserves
 ``max_model_len`` of KV per sequence and admits a new batch only when the last has drained. Steps
 are scheduled on absolute times (each starts where the previous one was due to end), so lateness
-of the event loop does not accumulate; with no work the task waits on an event rather than
+of the event loop does not accumulate. With no work, the task waits on an event rather than
 polling. No request sleeps on its own: every streamed token appears when the step that produced
 it ends. Speculative decoding (``tracker.sim.speculative``) and LoRA adapters
 (``tracker.sim.lora``) add their cost to the step they act in.
@@ -51,8 +51,8 @@ class EngineClosedError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Generation:
-    """What one request asks the engine for; ``prompt_parts`` are the texts whose tokens are
-    cached as a prefix (message contents, or the prompt), ``prompt_text`` seeds the output."""
+    """What one request asks the engine for. ``prompt_parts`` are the texts whose tokens are
+    cached as a prefix (message contents, or the prompt), and ``prompt_text`` seeds the output."""
 
     prompt_text: str
     prompt_parts: tuple[str, ...]

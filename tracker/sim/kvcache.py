@@ -142,8 +142,8 @@ def _check_fits(spec: KvCacheSpec, engine: EngineArgs) -> None:
 
 def compute_block_hashes(tokens: Sequence[str], block_size: int,
                          salt: str | None = None) -> tuple[int, ...]:
-    """Chained hashes of the full blocks of ``tokens``: equal prefixes give equal leading hashes;
-    a ``salt`` (a LoRA adapter's name: vLLM keeps each adapter's KV apart) starts another chain."""
+    """Chained hashes of the full blocks of ``tokens``: equal prefixes give equal leading hashes.
+    A ``salt`` (a LoRA adapter's name: vLLM keeps each adapter's KV apart) starts another chain."""
     hashes: list[int] = []
     previous = 0 if salt is None else hash(("salt", salt))
     for start in range(0, len(tokens) - block_size + 1, block_size):
@@ -163,7 +163,7 @@ class PrefixCache:
         self._blocks: OrderedDict[int, None] = OrderedDict()
 
     def count_cached_blocks(self, block_hashes: Sequence[int]) -> int:
-        """How many leading blocks are cached; marks them recently used."""
+        """How many leading blocks are cached, marking them recently used."""
         hits = 0
         for block_hash in block_hashes:
             if block_hash not in self._blocks:

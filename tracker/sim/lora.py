@@ -1,14 +1,14 @@
 """LoRA adapters in the simulator: GPU slots, loading, least-recently-used eviction.
 
-vLLM serves a batch with at most ``max_loras`` distinct adapters (its default: 1); a waiting
+vLLM serves a batch with at most ``max_loras`` distinct adapters (its default: 1). A waiting
 request whose adapter would be one too many is skipped this step and waits (the scheduler
 admits the requests behind it that fit). Each adapter in a batch must be in one of the
-``max_loras`` GPU slots: one that is not is loaded into a slot before the step runs (``lora_load_s``
-each, added to that step), evicting the least recently used adapter that no running request
-uses. So with ``max_loras`` at least the adapters in use, each is loaded once and stays; below
-it, requests of the other adapters wait for a slot, batches are narrower, and adapters are
-loaded again and again. A batch also costs ``lora_s_per_adapter`` per distinct adapter in it
-(the LoRA kernels' work per adapter).
+``max_loras`` GPU slots: one that is not is loaded into a slot before the step runs
+(``lora_load_s`` each, added to that step), evicting the least recently used adapter that no
+running request uses. So with ``max_loras`` at least the adapters in use, each is loaded once
+and stays. Below it, requests of the other adapters wait for a slot, batches are narrower, and
+adapters are loaded again and again. A batch also costs ``lora_s_per_adapter`` per distinct
+adapter in it (the LoRA kernels' work per adapter).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class LoraSlots:
 
     @classmethod
     def from_engine(cls, engine: EngineArgs, settings: SimulatorSettings) -> LoraSlots | None:
-        """The slots of a config that serves adapters; None without ``enable_lora``."""
+        """The slots of a config that serves adapters, or None without ``enable_lora``."""
         if not engine.enable_lora:
             return None
         return cls(engine.max_loras or DEFAULT_MAX_LORAS, settings)

@@ -1,9 +1,11 @@
-"""The simulator's ``/metrics``, written by ``prometheus_client``: vLLM's metric names and labels,
-and its own (``tracker_sim:*``): the simulated memory, which no NVML can see; the tracker reads
-``tracker_sim:gpu_memory_used_bytes`` as the GPU memory of the target (``tracker.metrics``).
-With speculative decoding, vLLM's ``spec_decode_*`` counters (only then, as vLLM); with LoRA,
-vLLM's ``lora_requests_info`` and the simulator's count of adapter loads. A counter is named by
-its family here; the text adds ``_total`` (``vllm:num_preemptions_total``), as vLLM's does."""
+"""The simulator's ``/metrics``, written by ``prometheus_client``: vLLM's metric names and labels.
+
+It also writes its own (``tracker_sim:*``): the simulated memory, which no NVML can see. The
+tracker reads ``tracker_sim:gpu_memory_used_bytes`` as the GPU memory of the target
+(``tracker.metrics``). With speculative decoding it writes vLLM's ``spec_decode_*`` counters
+(only then, as vLLM does), and with LoRA, vLLM's ``lora_requests_info`` and the simulator's
+count of adapter loads. A counter is named by its family here, and the text adds ``_total``
+(``vllm:num_preemptions_total``), as vLLM's does."""
 
 from __future__ import annotations
 
@@ -103,8 +105,8 @@ def _spec_decode(counters: SpecCounters, model: dict[str, str]) -> Iterator[Metr
 
 
 def _lora(lora: LoraSnapshot, model: dict[str, str]) -> Iterator[Metric]:
-    """vLLM's ``lora_requests_info`` (its labels say which adapters run and wait; the value is
-    when it was set) and the simulator's count of adapters loaded into a slot."""
+    """vLLM's ``lora_requests_info`` (its labels say which adapters run and wait, and the value
+    is when it was set) and the simulator's count of adapters loaded into a slot."""
     info = {"max_lora": str(lora.max_loras), "running_lora_adapters": ",".join(lora.running),
             "waiting_lora_adapters": ",".join(lora.waiting)}
     yield _family(_GAUGE, "vllm:lora_requests_info", "Running stats on lora requests.",

@@ -1,7 +1,7 @@
 """OpenAI request bodies, checked once at the boundary, and OpenAI-style error bodies.
 
 Unknown fields are ignored (clients send ``top_p``, ``seed`` and the like), as OpenAI-compatible
-servers do; the fields the simulator acts on are checked, and a bad one is a 400 whose message
+servers do. The fields the simulator acts on are checked, and a bad one is a 400 whose message
 names the field, the bad value and what is allowed.
 """
 
@@ -51,8 +51,8 @@ class ModelLimits:
     adapters: frozenset[str] = frozenset()  # the LoRA adapters served (engine.lora_modules)
 
     def adapter_of(self, model: object) -> str | None:
-        """The adapter a request's ``model`` names (None: the base model, or no model given);
-        a name that is neither is vLLM's 404."""
+        """The adapter a request's ``model`` names (None: the base model, or no model given).
+        A name that is neither is vLLM's 404."""
         if model is None or model == self.model:
             return None
         if isinstance(model, str) and model in self.adapters:

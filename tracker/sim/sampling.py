@@ -1,7 +1,7 @@
 """Seeded randomness of the simulator: output lengths, output words and step jitter.
 
 Everything is drawn from ``SplitMix64`` streams seeded through ``derive_seed``, so a prompt sent
-with temperature 0 always gets the same words and length; temperature > 0 adds the request's
+with temperature 0 always gets the same words and length. Temperature > 0 adds the request's
 ordinal to the seed, so each request varies while the run as a whole stays reproducible.
 """
 
@@ -55,7 +55,7 @@ def draw_run_factor(seed: int, noise: float, ordinal: int) -> float:
 
 
 class OutputWords:
-    """The words a request generates, one token each; pieces after the first carry a space."""
+    """The words a request generates, one token each. Pieces after the first carry a space."""
 
     __slots__ = ("_rng", "_started")
 
@@ -76,7 +76,7 @@ def plan_output(
 ) -> tuple[int, OutputWords]:
     """The request's output length and word source.
 
-    With ``ignore_eos`` the length is exactly ``max_tokens``; otherwise a "natural" stop is drawn
+    With ``ignore_eos`` the length is exactly ``max_tokens``. Otherwise a "natural" stop is drawn
     uniformly from [ceil(max_tokens / 2), max_tokens]. ``variation`` (the request's ordinal when
     temperature > 0, else ``None``) makes repeated identical prompts differ.
     """

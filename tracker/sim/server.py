@@ -1,7 +1,7 @@
 """Running the simulator: in the caller's event loop, in a thread of its own, or in the foreground.
 
-``SimServer`` serves on the caller's loop; ``ThreadedSimServer`` gives the server a loop in a
-daemon thread, so its work never competes with a load generator's loop; ``serve_forever`` is
+``SimServer`` serves on the caller's loop. ``ThreadedSimServer`` gives the server a loop in a
+daemon thread, so its work never competes with a load generator's loop. ``serve_forever`` is
 ``tracker sim serve``. All three raise ``MeasurementError`` when the simulator cannot start.
 """
 
@@ -32,7 +32,7 @@ def _format_base_url(host: str, port: int) -> str:
 class SimServer:
     """The simulator on the running event loop: ``async with SimServer(cfg) as server: ...``.
 
-    Each start runs a fresh engine; the n-th start draws the run factor of ordinal
+    Each start runs a fresh engine. The n-th start draws the run factor of ordinal
     ``run_ordinal + n``, so a server restarted for each repeat varies like repeated runs."""
 
     def __init__(self, config: ServingConfig, host: str = "127.0.0.1", port: int = 0, *,
@@ -86,7 +86,7 @@ class SimServer:
         return self._base_url
 
     async def stop(self) -> None:
-        """End in-flight requests, stop listening and stop the engine; safe to call twice."""
+        """End in-flight requests, stop listening and stop the engine. It is safe to call twice."""
         engine, runner = self._engine, self._runner
         self._engine = self._runner = None
         self._base_url = None
@@ -135,7 +135,7 @@ class ThreadedSimServer:
         return self._server.run_factor
 
     def start(self) -> str:
-        """Start the thread and block until the server listens; returns the base URL."""
+        """Start the thread, block until the server listens, and return the base URL."""
         if self._thread is not None:
             raise RuntimeError("this ThreadedSimServer was already started")
         self._thread = threading.Thread(target=self._main, name="tracker-sim", daemon=True)
@@ -154,7 +154,7 @@ class ThreadedSimServer:
         return self.base_url
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the server and join the thread; safe to call twice."""
+        """Stop the server and join the thread. It is safe to call twice."""
         thread = self._thread
         if thread is None:
             return
@@ -201,7 +201,7 @@ def serve_forever(
     config: ServingConfig, host: str, port: int,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve in the foreground until SIGINT or SIGTERM; ``on_ready`` gets the base URL."""
+    """Serve in the foreground until SIGINT or SIGTERM, and give ``on_ready`` the base URL."""
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve_until_signalled(config, host, port, on_ready))
 

@@ -2,18 +2,18 @@
 counters of them.
 
 Each decode step, every request past its prompt gets a draft of ``num_speculative_tokens``
-tokens; the target model verifies them in the same step and keeps the longest accepted run of
+tokens. The target model verifies them in the same step and keeps the longest accepted run of
 them plus one token of its own (the "bonus" token), so a step yields 1 to k + 1 tokens. Draft
 position ``i`` (0-based) is accepted, given the ones before it were, with chance
 ``acceptance x decay^i``: a method's drafts get worse the further ahead they guess
-(``METHODS``; ``simulator.spec_acceptance`` replaces the first position's chance). The draws
+(``METHODS``), and ``simulator.spec_acceptance`` replaces the first position's chance. The draws
 come from a seeded stream, so a run repeats.
 
 A step with drafts costs more than one without: the drafter runs k times per step
-(``draft_cost`` of ``decode_base_s`` each: a small model's forward; ngram's prompt lookup is
+(``draft_cost`` of ``decode_base_s`` each: a small model's forward, while ngram's prompt lookup is
 free) and the target verifies k + 1 positions per sequence instead of one (k more
 ``decode_per_seq_s`` per sequence). With drafts that are mostly accepted that buys several
-tokens per step (a lower TPOT); with drafts that are mostly rejected it is a step that costs
+tokens per step (a lower TPOT). With drafts that are mostly rejected, it is a step that costs
 more for about one token, and the TPOT is worse than without speculation.
 
 Counters, as vLLM's (``vllm/v1/spec_decode/metrics.py``): drafts (one per request per step),
@@ -64,7 +64,7 @@ class SpecCounters:
 
 
 class Speculator:
-    """Draws each draft's accepted tokens and counts them; prices a step's drafting."""
+    """Draws each draft's accepted tokens, counts them, and prices a step's drafting."""
 
     def __init__(self, config: SpeculativeConfig, settings: SimulatorSettings,
                  run_ordinal: int = 0) -> None:
