@@ -7,10 +7,10 @@ is stored, printed, rendered, written to a report or a log, or sent to a webhook
 
 - every secret registered with this process (``register_secret``: the run's key, proxy and
   webhook credentials, the database password): the whole value, its percent-encoded forms, and
-  any piece of 6 or more characters of it (gateways echo a masked key, "sk-…wxyz", or its tail);
+  any piece of 6 or more characters of it (gateways echo a masked key, "sk-…wxyz", or its tail).
 - the value of every environment variable whose name says it holds a secret (``*KEY*``,
   ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``, ``AUTH*``): whole and
-  percent-encoded only, since its name is a guess and its pieces would hide ordinary words;
+  percent-encoded only, since its name is a guess and its pieces would hide ordinary words.
 - anything shaped like a known token (OpenAI, Anthropic, GitHub, Hugging Face, Slack, AWS,
   Google, JWTs), ``Bearer``/``Basic`` credentials, key-bearing headers and query parameters, and
   the password of any URL.
@@ -19,7 +19,7 @@ Known values are found in any letter case (a gateway that upper-cases what it ec
 part becomes ``[redacted]``. The function is pure given the known secrets, which only grow during
 a process until ``forget_secrets``. The exits call it themselves: ``say`` for every line printed,
 ``RedactingFormatter`` on every log handler the tracker configures, and the store, report,
-webhook and dashboard writers at their boundaries; nothing swaps a stream or a logging hook.
+webhook and dashboard writers at their boundaries. Nothing swaps a stream or a logging hook.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class _Known:
 
     def refresh_environment(self, environ: Mapping[str, str], *, every_s: float = 0.0) -> None:
         """Pick up secret-named variables (hidden whole) and proxy passwords (whole and in
-        pieces); at most once per ``every_s`` (reading costs ~20 µs)."""
+        pieces), at most once per ``every_s`` (reading costs ~20 µs)."""
         now_s = time.monotonic()
         if self._env_read_s is not None and now_s - self._env_read_s < every_s:
             return
@@ -229,7 +229,7 @@ _TRIGGERS = ("sk-", "pk-", "rk-", "sk_", "pk_", "rk_", "gh", "glpat-", "hf_", "x
 
 
 def refresh_environment() -> None:
-    """Read the secret-named environment variables now (a command's start; after an export)."""
+    """Read the secret-named environment variables now (at a command's start or after an export)."""
     _KNOWN.refresh_environment(os.environ)
 
 
@@ -246,14 +246,16 @@ def is_secret_name(name: str) -> bool:
 
 def forget_secrets() -> None:
     """Start again from a clean registry: every registered secret is forgotten, and the
-    secret-named environment variables are read afresh at the next redaction. For a test, or a
-    long-lived process between jobs that must not hide one job's key in the next one's words."""
+    secret-named environment variables are read afresh at the next redaction. It serves a test,
+    or a long-lived process between jobs that must not hide one job's key in the next one's
+    words."""
     _KNOWN.forget()
 
 
 def register_secret(*values: str | None, pieces: bool = True) -> None:
     """Hide these values in every text redacted from now on: whole, and (``pieces``) any piece
-    of 6+ characters; ``pieces=False`` for values that are secret but not random (a URL path)."""
+    of 6+ characters. Pass ``pieces=False`` for values that are secret but not random (a URL
+    path)."""
     _KNOWN.add((value for value in values if value), pieces=pieces)
 
 
@@ -341,7 +343,7 @@ def redact_optional(text: str | None) -> str | None:
 
 
 def redact_data(value: Any) -> Any:
-    """A JSON-like value with every string (keys included) redacted; other values unchanged."""
+    """A JSON-like value with every string (keys included) redacted and other values unchanged."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, Mapping):
@@ -369,8 +371,8 @@ def escape_markdown(text: str) -> str:
 
 
 def say(text: str, *, err: bool = False, stream: TextIO | None = None, end: str = "\n") -> None:
-    """Write ``text``, redacted, and ``end`` to stdout (``err``: stderr; or ``stream``), then
-    flush: every line a tracker command, the simulator or a server prints goes through here."""
+    """Write ``text``, redacted, and ``end`` to stdout (or stderr with ``err``, or ``stream``),
+    then flush. Every line a tracker command, the simulator or a server prints goes through here."""
     out = stream if stream is not None else sys.stderr if err else sys.stdout
     out.write(redact_text(text) + end)
     out.flush()

@@ -5,19 +5,20 @@ tracker's seeded random words (``random``: ``--random-input-len`` words, one tok
 BPE tokenizers), a seeded sample of a ShareGPT JSON (``sharegpt``) or of a JSONL of ``{"prompt",
 "output_tokens"}`` (``custom``), each asking for its recorded answer's length (else
 ``--random-output-len``), or a Mooncake trace (``mooncake``) replayed at its recorded times
-(``--max-concurrency`` may cap it; no other shape applies). The load shape otherwise:
+(``--max-concurrency`` may cap it, and no other shape applies). The load shape otherwise:
 
 - ``--request-rate R`` (default ``inf``): open loop, gamma-distributed gaps of mean 1/R with shape
-  ``--burstiness`` (1 = Poisson); ``inf`` starts every request at once; ``--max-concurrency``
-  caps the requests in flight (waiting for a slot counts in the scheduled latency);
-- ``--duration S``: keep starting requests for S seconds, cycling through the prompts; with an
+  ``--burstiness`` (1 = Poisson). ``inf`` starts every request at once. ``--max-concurrency``
+  caps the requests in flight (waiting for a slot counts in the scheduled latency).
+- ``--duration S``: keep starting requests for S seconds, cycling through the prompts. With an
   infinite rate this is a closed loop of ``--max-concurrency`` workers.
+
 ``--workers N`` sends the one planned load from N processes (tracker.load.workers).
-The measurement is the suites' own (tracker.load.generator, tracker.load.summary), so the numbers and the
-``--json`` (``tracker.run/1``, one workload) mean exactly what a stored run's do: the server's
-``/metrics`` from the end of the warm-up to the last request, the token counts checked against
-the model's tokenizer's count of the text received, and the target's kind from its ``/version``
-(``vllm``, ``sim`` for the tracker's simulator, else ``openai``).
+The measurement is the suites' own (tracker.load.generator, tracker.load.summary), so the numbers
+and the ``--json`` (``tracker.run/1``, one workload) mean exactly what a stored run's do: the
+server's ``/metrics`` from the end of the warm-up to the last request, the token counts checked
+against the model's tokenizer's count of the text received, and the target's kind from its
+``/version`` (``vllm``, ``sim`` for the tracker's simulator, else ``openai``).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def _shape(args: BenchArgs) -> dict[str, Any]:
 
 
 def build_workload(args: BenchArgs) -> Workload:
-    """The arguments as a suite workload (validated like one); bad values are usage errors."""
+    """The arguments as a suite workload, validated like one. Bad values are usage errors."""
     slo = parse_goodput(args.goodput) if args.goodput else None
     shape = _shape(args)
     try:
@@ -155,8 +156,10 @@ def build_workload(args: BenchArgs) -> Workload:
 
 
 def resolve_num_prompts(args: BenchArgs, prompts: PromptSource) -> int:
-    """``--num-prompts``; when it is not given, every row of a trace after the warm-up (the
-    whole trace replayed), else ``DEFAULT_NUM_PROMPTS``. More than a trace holds is an error."""
+    """The number of requests to measure: ``--num-prompts``, or when it is not given, every row
+    of a trace after the warm-up (the whole trace replayed), else ``DEFAULT_NUM_PROMPTS``.
+
+    More than a trace holds is an error."""
     if not isinstance(prompts, TracePrompts):
         return DEFAULT_NUM_PROMPTS if args.num_prompts is None else args.num_prompts
     rows = count_trace_rows(prompts, str(args.dataset_path))
@@ -190,7 +193,7 @@ _FLAGS = {"input_tokens": "--random-input-len", "max_tokens": "--random-output-l
 
 
 def _headers(args: BenchArgs) -> dict[str, str]:
-    """The key's header; the key (whatever its shape) is hidden in every text redacted from
+    """The key's header. The key (whatever its shape) is hidden in every text redacted from
     now on, as ``tracker run``'s is (tracker.targets.resolve)."""
     if args.api_key_env is None:
         return {}
@@ -260,8 +263,10 @@ def _local_tokenizer(args: BenchArgs) -> Path | None:
 
 async def run_bench(args: BenchArgs, progress: TextIO | None = None) -> BenchOutcome:
     """The measured workload, its prompts at exact lengths in the model's tokenizer (the
-    server's /tokenize or --tokenizer) where one is found, else in words; the server's
-    counters over it (after the warm-up) and its token counts checked against the tokenizer."""
+    server's /tokenize or --tokenizer) where one is found, else in words.
+
+    The outcome holds the server's counters over it (after the warm-up) and its token counts
+    checked against the tokenizer."""
     workload = build_workload(args)
     endpoint = Endpoint(args.base_url, _headers(args))
     suite = build_loaded_suite(Suite(name=NAME, seed=args.seed, workloads=[workload]), "-")

@@ -1,7 +1,7 @@
 """``tracker bisect`` and ``tracker gate --bisect``: the glue between their arguments
 (tracker.cli.parsers) and the work (tracker.bisection.probes, tracker.reports.bisect_report).
 
-``tracker bisect`` runs the gate first (its rounds are the base and head controls); a head that
+``tracker bisect`` runs the gate first (its rounds are the base and head controls). A head that
 does not regress is reported as such without a probe. The exit code is the gate's.
 """
 

@@ -1,4 +1,4 @@
-"""``tracker doctor``: its command line and wiring; the checks live in tracker.targets.doctor."""
+"""``tracker doctor``: its command line and wiring. The checks live in tracker.targets.doctor."""
 
 from __future__ import annotations
 

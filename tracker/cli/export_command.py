@@ -1,10 +1,11 @@
 """``tracker export RUN --format vllm|llmd``: one workload of a stored run as ``vllm bench
 serve``'s ``--save-result --save-detailed`` JSON, or as an llm-d Benchmark Report v0.2
 (``tracker.ingest.llmd.render_llmd_report``) (docs/export.md), so it can go where
-those files go; ``tracker import`` reads either back.
+those files go. ``tracker import`` reads either back.
 
-The keys are vLLM's; the values the tracker's (same definitions: docs/import-formats.md's vLLM
-table read backwards). Per-request arrays come from the stored records; a latency not measured is null.
+The keys are vLLM's, and the values are the tracker's (same definitions: docs/import-formats.md's
+vLLM table read backwards). Per-request arrays come from the stored records. A latency not
+measured is null.
 """
 
 from __future__ import annotations

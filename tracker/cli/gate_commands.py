@@ -84,8 +84,9 @@ def compute_design(args: argparse.Namespace) -> GateDesign:
 
 def _check_mode(args: argparse.Namespace) -> bool:
     """True for configs (--base/--head/--suite), False for stored runs (the flags' combinations
-    were checked before this module loaded: ``tracker.cli.parsers.check_flags``); a report's
-    directory must exist."""
+    were checked before this module loaded: ``tracker.cli.parsers.check_flags``).
+
+    A report's directory must exist."""
     by_config = args.base is not None
     for target in (args.markdown, args.junit):
         if target and not Path(target).parent.is_dir():
@@ -148,8 +149,8 @@ def check_sides_engines(*sides: ConfigSide) -> None:
 def write_reports(result: GateResult, args: argparse.Namespace,
                   bisect: BisectResult | None = None,
                   warnings: Mapping[int, Sequence[str]] | None = None) -> None:
-    """Each report through the one redaction (the Markdown becomes a public PR comment); on a
-    terminal the report is printed as text, piped or redirected as the Markdown."""
+    """Each report through the one redaction (the Markdown becomes a public PR comment). On a
+    terminal the report is printed as text, and piped or redirected as the Markdown."""
     from tracker.reports.gate_report import (
         render_gate_json,
         render_gate_junit,

@@ -1,6 +1,7 @@
-"""``tracker import FILE``: another tool's result file into the store, one run per benchmark;
-the tracker's own ``tracker.run/1`` JSON as the one run it describes (every workload, its
-config's and suite's names, its simulated flag).
+"""``tracker import FILE``: another tool's result file into the store, one run per benchmark.
+
+The tracker's own ``tracker.run/1`` JSON goes in as the one run it describes (every workload,
+its config's and suite's names, its simulated flag).
 
 The file is read and mapped first (``tracker.ingest``): a bad file fails before the store is
 opened. A file already imported (same sha256) adds nothing.
@@ -36,7 +37,7 @@ def check_name(flag: str, name: str) -> str:
 def resolve_names(file: str, config: str | None, suite: str | None,
                   runs: Sequence[ImportedRun]) -> tuple[str, str]:
     """The config's and suite's names: the flags', else the file's own (the tracker's JSON
-    names them), else (suite only) ``imported-<tool>``; no config name is a usage error."""
+    names them), else (suite only) ``imported-<tool>``. No config name is a usage error."""
     first = runs[0]
     if config is None and first.config_name is None:
         raise UsageError(f"{file}: a {first.tool} result file does not say which serving config "
@@ -96,8 +97,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def save_whole_run(session: Session, runs: Sequence[ImportedRun], config_id: int,
                    suite_id: int) -> int:
-    """The workloads of one tracker run (its own JSON) stored as one run, simulated or not as
-    the original was; returns its id."""
+    """Store the workloads of one tracker run (its own JSON) as one run, simulated or not as
+    the original was, and return its id."""
     import tracker
     from tracker.store.runs import begin_run, finish_run, save_workload
 

@@ -87,7 +87,7 @@ def _check_free(directory: Path) -> None:
 
 
 def copy_starter_files(directory: Path) -> list[StarterFile]:
-    """Copy every starter file into ``directory``; none is written if any already exists."""
+    """Copy every starter file into ``directory``. None is written if any already exists."""
     sources = _sources()
     _check_free(directory)
     for source, starter in sources:

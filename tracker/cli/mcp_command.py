@@ -1,5 +1,5 @@
 """``tracker mcp``: serve the Model Context Protocol server over the chosen database
-(``tracker.mcp``, docs/mcp.md); the SDK loads only for this command."""
+(``tracker.mcp``, docs/mcp.md). The SDK loads only for this command."""
 
 from __future__ import annotations
 

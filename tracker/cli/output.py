@@ -1,5 +1,5 @@
-"""What a command writes: result JSON and report files, through the one redaction, whole or not
-at all; and the store session a read-only command reads from. (Its printed lines go through
+"""What a command writes (result JSON and report files, through the one redaction, whole or not
+at all) and the store session a read-only command reads from. (Its printed lines go through
 ``tracker.redaction.say``, its log lines through the handler ``tracker.cli.main`` sets up.)"""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def _write_whole(path: Path, text: str, flag: str) -> None:
-    """Write beside ``path`` and rename over it; on any failure the temporary file is removed
+    """Write beside ``path`` and rename over it. On any failure the temporary file is removed
     and the error is one line: the file, the cause and the fix."""
     temporary: str | None = None
     try:
@@ -71,7 +71,7 @@ def _write_whole(path: Path, text: str, flag: str) -> None:
 
 
 def run_exit_code(run: RunResult) -> int:
-    """0 for a completed run; 3 (could not measure) for a partial or failed one."""
+    """The exit code: 0 for a completed run, 3 (could not measure) for a partial or failed one."""
     return ExitCode.OK if run.status is RunStatus.COMPLETED else ExitCode.NOT_MEASURED
 
 

@@ -30,9 +30,10 @@ MAX_ID = 2**63 - 1  # a stored id: the databases' 64-bit integers
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, with a bad flag answered like every other error: one ``error:`` line, exit 2;
-    and what it prints (that line, usage, help, version) passes the one redaction: a bad value
-    may be a key pasted in the wrong place."""
+    """argparse, with a bad flag answered like every other error: one ``error:`` line, exit 2.
+
+    What it prints (that line, usage, help, version) passes the one redaction, because a bad
+    value may be a key pasted in the wrong place."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
@@ -472,7 +473,7 @@ def add_bisect_parser(sub: Subparsers) -> None:
 
 def check_flags(args: argparse.Namespace) -> None:
     """The rules between flags that need no command module, checked before any is imported, so
-    a wrong combination is answered at once; the commands rely on them (``main`` always calls
+    a wrong combination is answered at once. The commands rely on them (``main`` always calls
     this before dispatching)."""
     if args.command in ("worker", "scheduler") and args.stale_after_s <= args.heartbeat_s:
         raise UsageError(f"--stale-after-s {args.stale_after_s:g} must be longer than "

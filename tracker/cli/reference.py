@@ -1,6 +1,6 @@
 """The command-line reference (docs/cli.md), rendered from the parser itself.
 
-``python -m tracker.cli.reference --write docs/cli.md`` regenerates the page; without
+``python -m tracker.cli.reference --write docs/cli.md`` regenerates the page. Without
 ``--write`` the Markdown goes to stdout. ``tests/cli/test_cli_reference.py`` fails when the page
 and the parser disagree. The usage lines are built here from the parser's actions, not by
 argparse's formatter, so the page does not change with the terminal's width or Python's version.
@@ -134,7 +134,7 @@ def _wrap(prog: str, parts: list[str], width: int = USAGE_WIDTH) -> str:
 
 
 def _escape(text: str) -> str:
-    """Help text is prose for a terminal: shown as text in a Markdown table cell."""
+    """Help text is prose for a terminal, so it is shown as text in a Markdown table cell."""
     return (text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
             .replace("<", "&lt;").replace(">", "&gt;").replace("\n", " "))
 
@@ -183,7 +183,7 @@ def render_command(words: tuple[str, ...], summary: str, parser: argparse.Argume
                    seen: dict[tuple[str, str, str], str] | None = None) -> str:
     """One command's section: its help, its usage and a table of its arguments. An argument
     described before (``seen``: row → a link to where) points there when the link is much
-    shorter than its help; the others are added to ``seen`` as described here."""
+    shorter than its help. The others are added to ``seen`` as described here."""
     seen = {} if seen is None else seen
     prog = " ".join(("tracker", *words))
     lines = [f"## `{prog}`", ""]

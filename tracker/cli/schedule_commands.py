@@ -1,6 +1,6 @@
 """The scheduling commands: ``schedule list|add|remove|run-now``, ``scheduler``, ``worker``, ``queue``.
 
-Their arguments are in ``tracker.cli.parsers``; the work, here, is imported when a command runs.
+Their arguments are in ``tracker.cli.parsers``. The work, here, is imported when a command runs.
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def _serve(scheduler: TrackerScheduler, worker: Worker | None, active: str) -> None:
-    """Block until SIGTERM/SIGINT; with a worker, run it here meanwhile.
+    """Block until SIGTERM/SIGINT, and run the worker (if any) here meanwhile.
 
     ``active`` is announced only once the signal handlers are in place, so a stop request that
     follows the announcement is always a clean stop.

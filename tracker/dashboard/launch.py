@@ -44,9 +44,9 @@ def build_command(url: str, port: int, app: Path = APP_PATH, *, host: str = HOST
                   authlib: bool | None = None) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that serve the app on ``host:port`` over database ``url``.
 
-    ``user_header``: the header a trusted proxy names the user in (default X-Forwarded-User);
-    ``secrets``: the secrets.toml files Streamlit will read (default: where it looks from here);
-    ``authlib``: whether Authlib is installed (default: look).
+    ``user_header`` is the header a trusted proxy names the user in (default X-Forwarded-User).
+    ``secrets`` are the secrets.toml files Streamlit will read (default: where it looks from
+    here). ``authlib`` says whether Authlib is installed (default: look).
     """
     if user_header is not None and not trust_proxy_auth:
         raise UsageError("--user-header: only with --trust-proxy-auth (it names the header "

@@ -1,11 +1,11 @@
 """`tracker mcp`: serve the MCP server on stdio (the default), or over streamable HTTP.
 
 HTTP follows the dashboard's rules (``tracker.dashboard.access``): on a loopback address no
-sign-in is needed (whoever reaches it is on this machine; a triage is recorded as
+sign-in is needed (whoever reaches it is on this machine, and a triage is recorded as
 ``local:<user>``), and the SDK's DNS-rebinding protection accepts only loopback Host and Origin
 headers. Any other address is refused unless ``--trust-proxy-auth`` says a reverse proxy in front
 authenticates every request and names the user in one header (``X-Forwarded-User`` unless
-``--user-header`` names another); then a request without exactly one value of it is answered
+``--user-header`` names another). Then a request without exactly one value of it is answered
 401 before it reaches the server, and a triage is recorded as that value.
 """
 
@@ -57,7 +57,7 @@ class ServeOptions:
 
 
 def choose_viewers(options: ServeOptions) -> Viewers:
-    """Who requests are, by the dashboard's rules; refuses a wide address without a sign-in."""
+    """Who requests are, by the dashboard's rules. A wide address without a sign-in is refused."""
     http_only = {"--host": options.host is not None, "--port": options.port is not None,
                  "--trust-proxy-auth": options.trust_proxy_auth,
                  "--user-header": options.user_header is not None}
@@ -136,9 +136,9 @@ def serve_http(server: Server[Any], options: ServeOptions, viewers: Viewers, wha
 
 
 def host_checks(host: str, proxied: bool) -> TransportSecuritySettings:
-    """DNS-rebinding protection: on loopback, only loopback Host and Origin headers (a web
-    page elsewhere cannot reach the server through a browser); behind a proxy, the proxy's
-    public name arrives, and the proxy is what guards the door."""
+    """DNS-rebinding protection: on loopback, only loopback Host and Origin headers are accepted
+    (a web page elsewhere cannot reach the server through a browser). Behind a proxy, the
+    proxy's public name arrives, and the proxy is what guards the door."""
     if proxied:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = sorted({f"[{host}]" if ":" in host else host, "127.0.0.1", "localhost", "[::1]"})

@@ -1,5 +1,6 @@
-"""Progress on stderr: one updating line on a terminal, one line per workload elsewhere; every
-line through the one redaction (a workload's name and a server's words are outside text)."""
+"""Progress on stderr: one updating line on a terminal, one line per workload elsewhere.
+Every line goes through the one redaction (a workload's name and a server's words are outside
+text)."""
 
 from __future__ import annotations
 

@@ -76,9 +76,10 @@ def _lora_modules(items: list[str]) -> dict[str, str]:
 
 
 def _coerce(value: object) -> object:
-    """A flag's text as the number it spells, so ``--block-size 16`` meets ``Literal[16]``; a
-    JSON object's text (``--speculative-config``) as the object; ``--lora-modules`` as its
-    mapping."""
+    """A flag's text as the number it spells, so ``--block-size 16`` meets ``Literal[16]``.
+
+    A JSON object's text (``--speculative-config``) becomes the object, and ``--lora-modules``
+    becomes its mapping."""
     if isinstance(value, list):
         return _lora_modules([str(item) for item in value])
     if not isinstance(value, str):
@@ -97,7 +98,7 @@ def _coerce(value: object) -> object:
 
 
 def parse_serving_config(argv: Sequence[str]) -> tuple[ServingConfig, str, int, list[str]]:
-    """(config, host, port, flags not modelled); raises ``ValueError`` for a bad value."""
+    """The flags as (config, host, port, flags not modelled). A bad value raises ``ValueError``."""
     args, unknown = build_parser().parse_known_args(list(argv))
     model = args.served_model_name or args.model_flag or args.model_tag
     if not model:
