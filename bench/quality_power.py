@@ -30,7 +30,7 @@ from scipy import stats
 from tracker.analysis import Outcome, PairedItem, compute_paired_quality
 from tracker.analysis.paired_quality import compute_detectable_drop, compute_mcnemar_one_sided
 from tracker.inputs.configs import ServingConfig, load_config
-from tracker.inputs.shipped import shipped_configs, shipped_quality_sets
+from tracker.inputs.package_data import shipped_configs, shipped_quality_sets
 from tracker.quality import compute_sample, load_quality_set, score_output
 from tracker.sim.answers import AnswerModel
 

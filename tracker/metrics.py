@@ -130,7 +130,7 @@ SERVER_METRICS: tuple[str, ...] = tuple(m.name for m in _SERVER)
 MEMORY_CONFIGURED_BY = ("engine.gpu_memory_utilization",)
 # GPU memory of the target (``compute_gpu_memory``): vLLM allocates its whole KV pool at start,
 # so the reading is weights + KV pool (+ activations), the same bytes night after night: judged
-# on the peak, exactly where it is bit-constant (``tracker.analysis.exact``)
+# on the peak, exactly where it is bit-constant (``tracker.analysis.constant_measures``)
 _MEMORY = (
     Metric("gpu_memory_peak_bytes", "bytes", Direction.LOWER_IS_BETTER,
            "the most memory used on any one of the target's GPUs during the workload (NVML, or "

@@ -15,7 +15,7 @@ from tests.local_http import simulator_process, stop_process, wait_until_answers
 from tracker.cli.init_command import STARTER_FILES
 from tracker.cli.main import main
 from tracker.inputs.configs import load_config
-from tracker.inputs.shipped import shipped_baselines
+from tracker.inputs.package_data import shipped_baselines
 from tracker.inputs.suites import load_suite
 from tracker.scheduling.schedules import load_schedules
 from tracker.store.db import DB_URL_ENV, open_store

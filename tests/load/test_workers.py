@@ -42,7 +42,7 @@ from tracker.load.phases import (
 )
 from tracker.load.sessions import SessionGenerator
 from tracker.load.shapes import compute_arrivals
-from tracker.load.shares import WorkerOutcome, build_job, compute_shares, merge_outcomes
+from tracker.load.worker_shares import WorkerOutcome, build_job, compute_shares, merge_outcomes
 from tracker.load.workers import WorkerPool, save_host_job
 from tracker.results import RequestRecord, WorkloadResult
 from tracker.sim.server import ThreadedSimServer

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from tests.demo_run import fetch_demo_records
 from tests.mcp.conftest import ROOT, DemoCopy, answer, connect, refusal
 from tracker.demo.story import HEADLINE_METRIC
-from tracker.inputs.shipped import shipped_configs
+from tracker.inputs.package_data import shipped_configs
 from tracker.store.db import open_store
 from tracker.store.regressions import RegressionRecord, fetch_regression
 

@@ -25,7 +25,7 @@ from mcp.types import CallToolResult
 
 from tests.mcp.conftest import DemoCopy, answer, connect
 from tests.mcp.test_demo_over_mcp import CONFIG, READ_TOOLS, SUITE, WRITE_TOOLS
-from tracker.inputs.shipped import shipped_configs
+from tracker.inputs.package_data import shipped_configs
 
 SHAPED = "sk-proj-MCPsentinel7Hq2Zx9Lw4Rt8Vb3Nc"
 PLAIN = "Qm7vX2kP9wL4tZ8rB3nY6cJ1"  # no token shape: hidden because the environment names it

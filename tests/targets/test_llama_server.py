@@ -21,7 +21,7 @@ from bench.llama_server import (
 )
 from tracker.cli.bench_command import BenchArgs, build_workload
 from tracker.cli.main import main
-from tracker.inputs.shipped import shipped_baselines
+from tracker.inputs.package_data import shipped_baselines
 from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite, load_suite
 from tracker.load.generator import Endpoint
 from tracker.results import TokenSource

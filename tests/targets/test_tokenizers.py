@@ -14,8 +14,8 @@ from aiohttp import web
 from tests.sim.sim_support import MODEL, make_config
 from tracker.errors import ConfigError
 from tracker.inputs.configs import ServingConfig, build_loaded_config, load_config
+from tracker.inputs.package_data import shipped_baselines
 from tracker.inputs.prompts import VOCABULARY
-from tracker.inputs.shipped import shipped_baselines
 from tracker.inputs.suites import LoadedSuite, Suite, build_loaded_suite, load_suite
 from tracker.load.bodies import build_body
 from tracker.load.generator import Endpoint

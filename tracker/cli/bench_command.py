@@ -42,7 +42,7 @@ from tracker.cli.output import write_json
 from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
 from tracker.inputs.configs import Target
-from tracker.inputs.sources import DatasetPrompts, SyntheticPrompts, TracePrompts
+from tracker.inputs.prompt_sources import DatasetPrompts, SyntheticPrompts, TracePrompts
 from tracker.inputs.suites import PromptSource, Slos, Suite, Workload, build_loaded_suite
 from tracker.inputs.traffic import WorkloadTraffic, describe_fallback
 from tracker.load.bodies import build_request_specs

@@ -1,7 +1,7 @@
 """``tracker init DIR``: a starter set of configs, suites and a schedule to edit (like ``asv
 quickstart``).
 
-The files are the shipped ones (package data, ``tracker.inputs.shipped``), copied as they are
+The files are the shipped ones (package data, ``tracker.inputs.package_data``), copied as they are
 into ``DIR/configs/``, ``DIR/baselines/`` and ``DIR/schedules.yaml``. An existing file is never
 overwritten: every destination is checked before the first is written.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracker.errors import ExitCode, UsageError
-from tracker.inputs.shipped import shipped_baselines, shipped_configs
+from tracker.inputs.package_data import shipped_baselines, shipped_configs
 from tracker.redaction import say
 
 

@@ -488,7 +488,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def _check_bench_flags(args: argparse.Namespace) -> None:
-    from tracker.inputs.sources import MAX_REQUEST_TOKENS  # pydantic's, not the load generator
+    from tracker.inputs.prompt_sources import MAX_REQUEST_TOKENS  # pydantic's, not the load generator
 
     for flag, value in (("--random-input-len", args.random_input_len),
                         ("--random-output-len", args.random_output_len)):

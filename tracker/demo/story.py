@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from tracker.demo.walk import scale_timings
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, load_config
-from tracker.inputs.shipped import shipped_configs
+from tracker.inputs.package_data import shipped_configs
 from tracker.inputs.suites import LoadedSuite, load_suite
 from tracker.pipeline.execute import execute_suite
 from tracker.pipeline.watch import watch_run

@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 
 from tracker.errors import ConfigError, MeasurementError
 from tracker.inputs.configs import LoadedConfig, ServingConfig, build_loaded_config
-from tracker.inputs.shipped import shipped_configs
+from tracker.inputs.package_data import shipped_configs
 from tracker.inputs.suites import LoadedSuite
 from tracker.pipeline.execute import execute_suite
 from tracker.results import QualityResult

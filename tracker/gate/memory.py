@@ -4,7 +4,7 @@ vLLM holds its weights and its whole KV pool from the start, so a workload's mem
 bytes in every reading and every run of one config. When each side held one value throughout
 (every run's peak equal to its mean, and equal across the side's runs) the sides are compared
 exactly, tolerance 0 unless ``--min-effect gpu_memory_peak_bytes=F`` allows one
-(``tracker.analysis.exact``). Otherwise each run's peak is one value, judged
+(``tracker.analysis.constant_measures``). Otherwise each run's peak is one value, judged
 like a throughput (``compare_samples``, over runs). Every run counts, client-bound ones too: the
 memory is held whatever set the pace. The source is named: NVML, or the simulator's own account
 of its simulated GPU (``tracker.metrics.compute_gpu_memory``).
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracker.analysis import Verdict, compare_samples
-from tracker.analysis.exact import compare_exact
+from tracker.analysis.constant_measures import compare_exact
 from tracker.metrics import REGISTRY, compute_gpu_memory
 from tracker.results import RunResult, WorkloadResult
 

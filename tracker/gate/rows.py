@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from tracker.analysis import Verdict
 from tracker.analysis.compare import DEFAULT_MIN_EFFECT
-from tracker.analysis.exact import compare_exact, runs_repeat_exactly
+from tracker.analysis.constant_measures import compare_exact, runs_repeat_exactly
 from tracker.analysis.noise import RunNoisePrior, compute_run_noise_prior
 from tracker.analysis.policy import RowEvidence, RunSample, compare_runs, judge_rows
 from tracker.analysis.timing import compute_timing_bound

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from tracker.inputs.dataset_sampling import OutputDraws
+from tracker.inputs.prompt_sources import AgenticPrompts
 from tracker.inputs.prompts import derive_seed, generate_words
-from tracker.inputs.seeded import OutputDraws
-from tracker.inputs.sources import AgenticPrompts
 from tracker.inputs.traffic import (
     PlannedSession,
     PlannedToolCall,

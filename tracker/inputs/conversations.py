@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tracker.inputs.datafiles import DataFile
+from tracker.inputs.dataset_sampling import OutputDraws, describe_filters, sample_items
 from tracker.inputs.datasets import DatasetItem, read_dataset
+from tracker.inputs.prompt_sources import ConversationPrompts
 from tracker.inputs.prompts import derive_seed
-from tracker.inputs.seeded import OutputDraws, describe_filters, sample_items
-from tracker.inputs.sources import ConversationPrompts
 from tracker.inputs.traffic import PlannedSession, PlannedTurn, WorkloadTraffic
 from tracker.inputs.word_tokenizer import count_tokens
 

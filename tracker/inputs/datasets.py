@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracker.inputs.datafiles import DataFile, bad_field, iter_json_array, parse_json_line
+from tracker.inputs.dataset_sampling import OutputDraws, describe_filters, sample_items
+from tracker.inputs.prompt_sources import DatasetPrompts
 from tracker.inputs.prompts import derive_seed
-from tracker.inputs.seeded import OutputDraws, describe_filters, sample_items
-from tracker.inputs.sources import DatasetPrompts
 from tracker.inputs.traffic import Message, PlannedRequest, WorkloadTraffic
 from tracker.inputs.word_tokenizer import count_tokens
 

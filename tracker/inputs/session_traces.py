@@ -35,9 +35,9 @@ from typing import Any
 
 from tracker.errors import ConfigError
 from tracker.inputs.datafiles import DataFile, bad_field, parse_json_line
+from tracker.inputs.dataset_sampling import OutputDraws
+from tracker.inputs.prompt_sources import TracePrompts
 from tracker.inputs.prompts import derive_seed, generate_words
-from tracker.inputs.seeded import OutputDraws
-from tracker.inputs.sources import TracePrompts
 from tracker.inputs.traces import MAX_TIMESTAMP_S, parse_token_count
 from tracker.inputs.traffic import (
     MAX_PLANNED_S,

@@ -1,5 +1,5 @@
 """Baseline suites: named, fixed workloads whose prompts are generated from a seed or sampled
-(seeded) from a dataset, a trace or a file of conversations (tracker.inputs.sources).
+(seeded) from a dataset, a trace or a file of conversations (tracker.inputs.prompt_sources).
 
 A suite's version is the sha256 of its canonical form and of the digest of every prompt it
 generates, so two runs with the same suite version sent byte-identical requests. A data file's
@@ -34,8 +34,7 @@ from tracker.inputs.configs import NAME_MAX_CHARS, NAME_PATTERN
 from tracker.inputs.conversations import build_conversation_traffic
 from tracker.inputs.datafiles import DataFile
 from tracker.inputs.datasets import build_dataset_traffic
-from tracker.inputs.prompts import derive_seed, generate_words
-from tracker.inputs.sources import (
+from tracker.inputs.prompt_sources import (
     MAX_CONCURRENCY,
     MAX_REQUESTS,
     AgenticPrompts,
@@ -49,6 +48,7 @@ from tracker.inputs.sources import (
     SyntheticPrompts,
     TracePrompts,
 )
+from tracker.inputs.prompts import derive_seed, generate_words
 from tracker.inputs.traces import build_trace_traffic
 from tracker.inputs.traffic import MAX_PLANNED_S, Message, PlannedRequest, WorkloadTraffic
 from tracker.inputs.yamlfile import read_yaml_mapping, validate_model

@@ -30,9 +30,9 @@ from typing import Any
 
 from tracker.errors import ConfigError
 from tracker.inputs.datafiles import DataFile, bad_field, parse_json_line
+from tracker.inputs.dataset_sampling import OutputDraws
+from tracker.inputs.prompt_sources import MAX_REQUEST_TOKENS, TracePrompts
 from tracker.inputs.prompts import derive_seed
-from tracker.inputs.seeded import OutputDraws
-from tracker.inputs.sources import MAX_REQUEST_TOKENS, TracePrompts
 from tracker.inputs.traffic import MAX_PLANNED_S, Message, PlannedRequest, WorkloadTraffic
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")

@@ -3,7 +3,7 @@
 A worker is a process (the ``forkserver`` start method) with its own event loop, keep-alive pool,
 client-health probe and garbage-collection pause, pinned to one of the CPUs the coordinator may
 use. It runs the single-process generator (``LoadGenerator``, ``SessionGenerator``) restricted to
-its share of the plan (``tracker.load.shares``). The coordinator (``WorkerPool``, the interface
+its share of the plan (``tracker.load.worker_shares``). The coordinator (``WorkerPool``, the interface
 of ``LoadGenerator``) starts the workers, waits until every one has warmed its pool and run its
 share of the warm-up, and picks the measured phase's origin ``t0``: ``time.perf_counter`` is
 ``clock_gettime(CLOCK_MONOTONIC)`` on Linux, one clock for every process on the host, so every
@@ -45,7 +45,7 @@ from tracker.load.generator import (
     WarmedCallback,
 )
 from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.load.shares import (
+from tracker.load.worker_shares import (
     Plan,
     WorkerJob,
     WorkerOutcome,

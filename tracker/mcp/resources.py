@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.errors import NotFoundError
-from tracker.inputs.shipped import find_checkout_folder
+from tracker.inputs.package_data import find_checkout_folder
 from tracker.mcp.shapes import to_json
 from tracker.metrics import COMPARED_METRICS, REGISTRY
 from tracker.pipeline.watch import WATCHED_METRICS

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracker.analysis import Outcome, Verdict
-from tracker.analysis.exact import EXACT_METHOD
+from tracker.analysis.constant_measures import EXACT_METHOD
 from tracker.bisection.probes import BisectResult
 from tracker.gate.gating import GateOutcome, GateResult, GateRow
 from tracker.gate.memory import MEMORY_METRIC

@@ -17,7 +17,7 @@ from tracker.inputs.suites import Workload
 from tracker.load.generator import Endpoint, LoadGenerator, LoadPlan
 from tracker.load.phases import Phase, compute_phase_result
 from tracker.load.sessions import SessionGenerator, SessionPlan
-from tracker.load.shares import with_workers
+from tracker.load.worker_shares import with_workers
 from tracker.load.workers import WorkerPool
 from tracker.results import WorkloadResult
 from tracker.targets.model_tokenizer import Tokenizer

@@ -47,7 +47,7 @@ from tracker.load.phases import (
     compute_turn_results,
 )
 from tracker.load.sessions import SessionPlan
-from tracker.load.shares import result_workers
+from tracker.load.worker_shares import result_workers
 from tracker.quality.accuracy import compute_quality_result
 from tracker.quality.sets import QualitySet, compute_sample
 from tracker.results import QualityResult, RunStatus, WorkloadResult

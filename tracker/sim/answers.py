@@ -29,8 +29,8 @@ from pathlib import Path
 
 from tracker.errors import ConfigError
 from tracker.inputs.configs import EngineArgs, ServingConfig
+from tracker.inputs.package_data import shipped_quality_sets
 from tracker.inputs.prompts import SplitMix64, derive_seed
-from tracker.inputs.shipped import shipped_quality_sets
 from tracker.quality.set_files import load_quality_set
 from tracker.quality.sets import ChoiceParams, NumericParams, QualityItem
 from tracker.sim.sampling import OutputWords, compute_unit_interval

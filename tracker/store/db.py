@@ -30,7 +30,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from tracker.errors import StoreError, StoreLockedError
-from tracker.inputs.shipped import find_checkout_folder
+from tracker.inputs.package_data import find_checkout_folder
 from tracker.redaction import register_url_credentials
 from tracker.store.leases import reap_abandoned_runs_safely
 from tracker.store.models import Base

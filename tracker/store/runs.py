@@ -35,6 +35,11 @@ from tracker.results import (
     compute_run_warnings,
 )
 from tracker.store.listings import ConfigVersionRow, RunListing
+from tracker.store.loadgen_facts import (
+    complete_summary,
+    fetch_workload_loadgen,
+    save_workload_loadgen,
+)
 from tracker.store.measurements import fetch_quality, fetch_workload_telemetry, save_workload_telemetry
 from tracker.store.models import (
     RESULT_SCHEMA_VERSION,
@@ -47,11 +52,6 @@ from tracker.store.models import (
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
 from tracker.store.storable import INT64_MAX, INT64_MIN
-from tracker.store.workload_facts import (
-    complete_summary,
-    fetch_workload_loadgen,
-    save_workload_loadgen,
-)
 
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracker.analysis import Outcome, judge_family
-from tracker.analysis.exact import EXACT_METHOD, compare_exact, runs_repeat_exactly
+from tracker.analysis.constant_measures import EXACT_METHOD, compare_exact, runs_repeat_exactly
 from tracker.metrics import GIB, REGISTRY
 
 PEAK = REGISTRY["gpu_memory_peak_bytes"]  # lower is better

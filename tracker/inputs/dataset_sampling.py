@@ -16,8 +16,8 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from tracker.errors import ConfigError
+from tracker.inputs.prompt_sources import OutputLengths
 from tracker.inputs.prompts import SplitMix64
-from tracker.inputs.sources import OutputLengths
 
 T = TypeVar("T")
 _UNIT = 2.0**-53
