@@ -26,7 +26,7 @@ from tracker.results import (
     TokenSource,
     WorkloadResult,
 )
-from tracker.store.measurements import save_quality
+from tracker.store.quality import save_quality
 from tracker.store.regressions import SeriesKey, fetch_metric_series
 from tracker.store.runs import begin_run, finish_run, save_config_version, save_suite, save_workload
 

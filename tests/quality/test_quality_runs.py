@@ -18,7 +18,7 @@ from tracker.inputs.suites import load_suite
 from tracker.pipeline.execute import execute_suite
 from tracker.reports.run_report import render_run_json, render_run_text
 from tracker.results import RunResult
-from tracker.store.measurements import save_quality
+from tracker.store.quality import save_quality
 from tracker.store.runs import fetch_run
 from tracker.telemetry import TelemetrySettings
 

@@ -19,9 +19,9 @@ from tracker.quality.sets import compute_sample
 from tracker.scheduling.queueing import QUALITY_SET_KEY, enqueue_schedule, load_request_inputs
 from tracker.scheduling.worker import Worker, WorkerSettings
 from tracker.store.db import open_store
-from tracker.store.measurements import fetch_quality
 from tracker.store.models import RunModel, SuiteModel
 from tracker.store.models_scheduling import RunRequestModel
+from tracker.store.quality import fetch_quality
 from tracker.store.run_queue import RequestStatus, RunRequest
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)

@@ -37,7 +37,7 @@ from tracker.results import (
 from tracker.runner.suite_runner import Progress, RunOutcome, SuiteRunner
 from tracker.store.db import retry_when_locked
 from tracker.store.leases import RunLease, take_run_lease, utc_now
-from tracker.store.measurements import fetch_quality, find_quality_to_reuse, save_quality
+from tracker.store.quality import fetch_quality, find_quality_to_reuse, save_quality
 from tracker.store.runs import (
     begin_run,
     fetch_run,

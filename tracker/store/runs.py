@@ -40,7 +40,6 @@ from tracker.store.loadgen_facts import (
     fetch_workload_loadgen,
     save_workload_loadgen,
 )
-from tracker.store.measurements import fetch_quality, fetch_workload_telemetry, save_workload_telemetry
 from tracker.store.models import (
     RESULT_SCHEMA_VERSION,
     ConfigVersionModel,
@@ -51,7 +50,9 @@ from tracker.store.models import (
     WorkloadResultModel,
 )
 from tracker.store.models_client_health import WorkloadLoadgenModel
+from tracker.store.quality import fetch_quality
 from tracker.store.storable import INT64_MAX, INT64_MIN
+from tracker.store.telemetry import fetch_workload_telemetry, save_workload_telemetry
 
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
 
