@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
 from tracker.analysis import FamilyJudgement, compare_samples, judge_family
-from tracker.analysis.holm import compute_holm_adjusted
+from tracker.analysis.holm import compute_holm_levels
 from tracker.metrics import REGISTRY
 
 TTFT = REGISTRY["ttft_median_s"]
@@ -19,15 +20,17 @@ def _run(rng: random.Random, n: int, scale: float = 1.0) -> list[float]:
 
 def test_holm_adjusts_like_the_textbook() -> None:
     # p sorted 0.01, 0.02, 0.03, 0.04 (m = 4): 4*0.01, 3*0.02, 2*0.03, 1*0.04, made monotone
-    adjusted = compute_holm_adjusted([0.03, 0.01, 0.04, 0.02])
-    assert adjusted == pytest.approx([0.06, 0.04, 0.06, 0.06])
-    assert compute_holm_adjusted([0.5, 0.9]) == pytest.approx([1.0, 1.0])
-    assert compute_holm_adjusted([]) == []
+    levels = compute_holm_levels([0.03, 0.01, 0.04, 0.02], 0.05)
+    assert levels.adjusted == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert levels.rejected == (False, True, False, False)  # 0.01 <= 0.05/4; then 0.02 > 0.05/3
+    assert compute_holm_levels([0.5, 0.9], 0.05).adjusted == pytest.approx([1.0, 1.0])
+    assert compute_holm_levels([], 0.05).adjusted == ()
 
 
-def test_holm_refuses_a_p_value_outside_zero_one() -> None:
+def test_a_family_refuses_a_p_value_outside_zero_one() -> None:
+    verdict = compare_samples([0.1, 0.11, 0.12], [0.1, 0.11, 0.13], TTFT)
     with pytest.raises(ValueError, match="p-values must lie in"):
-        compute_holm_adjusted([0.2, 1.5])
+        judge_family([verdict, replace(verdict, p_value=1.5)])
 
 
 def test_a_bad_alpha_is_refused() -> None:

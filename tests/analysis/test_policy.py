@@ -10,14 +10,9 @@ import numpy as np
 import pytest
 
 from tracker.analysis import Outcome
+from tracker.analysis.holm import compute_holm_levels
 from tracker.analysis.noise import RunNoisePrior, compute_run_noise_prior
-from tracker.analysis.policy import (
-    RowEvidence,
-    RunSample,
-    compare_runs,
-    compute_holm_levels,
-    judge_rows,
-)
+from tracker.analysis.policy import RowEvidence, RunSample, compare_runs, judge_rows
 from tracker.analysis.timing import TimingBound
 from tracker.metrics import get_metric
 

@@ -1,4 +1,8 @@
-"""One false-alarm budget for a whole gate: Holm's step-down over the regression p-values.
+"""Holm's step-down, once: one false-alarm budget over a family of one-sided p-values.
+
+``compute_holm_levels`` is the step-down itself, used by the comparison policy
+(``tracker.analysis.policy``) for every comparison the tracker makes. ``judge_family`` applies it
+to a list of ``compare_samples`` verdicts.
 
 A gate judges many metrics at once (6 latency statistics and 2 throughputs per workload, over
 every workload of the suite). Each ``compare_samples`` verdict keeps its own false-positive rate
@@ -36,21 +40,40 @@ class FamilyJudgement:
         return bool(self.regressions)
 
 
-def compute_holm_adjusted(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values: reject hypothesis i at level alpha iff its adjusted
-    p-value is <= alpha. The k-th smallest p (0-based) is multiplied by ``m - k`` and the result
-    made non-decreasing in that order, capped at 1."""
-    for p in p_values:
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"p-values must lie in [0, 1] (got {p})")
+@dataclass(frozen=True, slots=True)
+class HolmLevels:
+    """Holm's step-down at ``alpha`` over one-sided p-values: which are rejected, each one's
+    adjusted p-value, and the level each is judged at (its Holm level when rejected, otherwise the
+    level of the first one kept, ``alpha / (m - rejected)``)."""
+
+    rejected: tuple[bool, ...]
+    adjusted: tuple[float, ...]
+    levels: tuple[float, ...]
+
+
+def compute_holm_levels(p_values: Sequence[float], alpha: float) -> HolmLevels:
+    """Holm's step-down over ``p_values`` at ``alpha``. A hypothesis is rejected at level
+    ``alpha`` when its adjusted p-value is at most ``alpha``: the k-th smallest p (0-based) is
+    multiplied by ``m - k``, and the results are made non-decreasing in that order, capped at 1."""
     count = len(p_values)
     order = sorted(range(count), key=p_values.__getitem__)
+    rejected = [False] * count
     adjusted = [1.0] * count
     running = 0.0
+    stopped = False
     for rank, index in enumerate(order):
         running = max(running, min(1.0, (count - rank) * p_values[index]))
         adjusted[index] = running
-    return adjusted
+        if not stopped and p_values[index] <= alpha / (count - rank):
+            rejected[index] = True
+        else:
+            stopped = True
+    kept_level = alpha / max(1, count - sum(rejected))
+    levels = [kept_level] * count
+    for rank, index in enumerate(order):
+        if rejected[index]:
+            levels[index] = alpha / (count - rank)
+    return HolmLevels(tuple(rejected), tuple(adjusted), tuple(levels))
 
 
 def judge_family(verdicts: Sequence[Verdict], alpha: float = 0.05) -> FamilyJudgement:
@@ -60,7 +83,11 @@ def judge_family(verdicts: Sequence[Verdict], alpha: float = 0.05) -> FamilyJudg
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1 (got {alpha})")
     tested = [i for i, verdict in enumerate(verdicts) if verdict.p_value is not None]
-    adjusted_tested = compute_holm_adjusted([verdicts[i].p_value or 0.0 for i in tested])
+    for i in tested:
+        if not 0.0 <= (verdicts[i].p_value or 0.0) <= 1.0:
+            raise ValueError(f"p-values must lie in [0, 1] (got {verdicts[i].p_value})")
+    adjusted_tested = compute_holm_levels([verdicts[i].p_value or 0.0 for i in tested],
+                                          alpha).adjusted
     adjusted: list[float | None] = [None] * len(verdicts)
     for index, value in zip(tested, adjusted_tested, strict=True):
         adjusted[index] = value

@@ -43,6 +43,7 @@ import numpy as np
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
 from tracker.analysis.compare import Outcome, Verdict, compare_samples
+from tracker.analysis.holm import HolmLevels, compute_holm_levels
 from tracker.analysis.noise import (
     RunNoisePrior,
     compute_log_statistic,
@@ -330,39 +331,6 @@ def compute_pooled_statistic(values: Sequence[float], statistic: str) -> float |
 
 
 # --- the family: one budget, consistent intervals -------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class HolmLevels:
-    """Holm's step-down at ``alpha`` over one-sided p-values: which are rejected, each one's
-    adjusted p-value, and the level each is judged at (its Holm level when rejected, otherwise the
-    level of the first one kept, ``alpha / (m - rejected)``)."""
-
-    rejected: tuple[bool, ...]
-    adjusted: tuple[float, ...]
-    levels: tuple[float, ...]
-
-
-def compute_holm_levels(p_values: Sequence[float], alpha: float) -> HolmLevels:
-    count = len(p_values)
-    order = sorted(range(count), key=p_values.__getitem__)
-    rejected = [False] * count
-    adjusted = [1.0] * count
-    running = 0.0
-    stopped = False
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (count - rank) * p_values[index]))
-        adjusted[index] = running
-        if not stopped and p_values[index] <= alpha / (count - rank):
-            rejected[index] = True
-        else:
-            stopped = True
-    kept_level = alpha / max(1, count - sum(rejected))
-    levels = [kept_level] * count
-    for rank, index in enumerate(order):
-        if rejected[index]:
-            levels[index] = alpha / (count - rank)
-    return HolmLevels(tuple(rejected), tuple(adjusted), tuple(levels))
 
 
 @dataclass(frozen=True, slots=True)
