@@ -107,6 +107,20 @@ def test_architecture_has_a_section_for_every_package() -> None:
                          "'## `tracker/NAME/`: …' saying what it is, its stage and its modules")
 
 
+def test_architecture_names_every_module_in_its_package_section() -> None:
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## `tracker/(\w+)/`[^\n]*\n(.*?)(?=^## |\Z)", text,
+                               re.MULTILINE | re.DOTALL))
+    missing = [f"{package.name}/{module.name}"
+               for package in sorted((ROOT / "tracker").iterdir())
+               if package.is_dir() and (package / "__init__.py").exists()
+               for module in sorted(package.glob("*.py"))
+               if module.name != "__init__.py"
+               and f"`{module.name}`" not in sections.get(package.name, "")]
+    assert not missing, (f"docs/architecture.md does not name {missing} in its package's "
+                         "section: add a line saying what each module is")
+
+
 def test_the_readme_stays_a_front_door() -> None:
     assert (ROOT / "README.md").stat().st_size <= 8 * 1024
 
