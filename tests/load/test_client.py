@@ -297,15 +297,17 @@ async def test_an_idle_connection_the_server_closed_is_replaced() -> None:
     assert server.connections == 2
 
 
-async def test_a_reused_connection_closed_before_answering_is_retried_on_a_new_one() -> None:
-    async def close_on_second_request(server: TcpServer, reader: asyncio.StreamReader,
-                                      writer: asyncio.StreamWriter, index: int) -> None:
-        while await server.next_request(reader, index) is not None:
-            if index == 0 and len(server.requests) == 2:
-                return  # the keep-alive timer fired as the request came in: close, no answer
-            writer.write(plain_answer(b'{"connection": %d}' % index))
-            await writer.drain()
+async def close_on_second_request(server: TcpServer, reader: asyncio.StreamReader,
+                                  writer: asyncio.StreamWriter, index: int) -> None:
+    """Answers on the first connection until its second request, then closes it unanswered."""
+    while await server.next_request(reader, index) is not None:
+        if index == 0 and len(server.requests) == 2:
+            return  # the keep-alive timer fired as the request came in: close, no answer
+        writer.write(plain_answer(b'{"connection": %d}' % index))
+        await writer.drain()
 
+
+async def test_a_reused_connection_closed_before_answering_is_retried_on_a_new_one() -> None:
     async with TcpServer(close_on_second_request) as server, \
             WireClient(server.url, time.perf_counter) as client:
         data = post(client)
@@ -777,14 +779,6 @@ def test_keep_alive_and_streaming_work_on_uvloop() -> None:
 async def test_an_https_connection_closed_before_answering_on_reuse_is_retried_on_a_new_one(
     tls_server_context: ssl.SSLContext
 ) -> None:
-    async def close_on_second_request(server: TcpServer, reader: asyncio.StreamReader,
-                                      writer: asyncio.StreamWriter, index: int) -> None:
-        while await server.next_request(reader, index) is not None:
-            if index == 0 and len(server.requests) == 2:
-                return  # the keep-alive timer fired as the request came in: close, no answer
-            writer.write(plain_answer(b'{"connection": %d}' % index))
-            await writer.drain()
-
     async with TcpServer(close_on_second_request, tls=tls_server_context) as server, \
             WireClient(server.url, time.perf_counter) as client:
         data = post(client)
