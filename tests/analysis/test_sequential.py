@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tracker.analysis import Outcome
-from tracker.analysis.holm import compute_holm_adjusted
+from tracker.analysis.holm import compute_holm_levels
 from tracker.analysis.policy import Look, RowEvidence
 from tracker.analysis.sequential import (
     RowStatus,
@@ -141,7 +141,7 @@ def test_max_rounds_undecided_is_inconclusive_and_no_more_rounds_are_taken() -> 
 
 def test_holm_rejects_step_down_on_literal_p_values() -> None:
     def holm(p_values: list[float], alpha: float) -> list[bool]:
-        return [p <= alpha for p in compute_holm_adjusted(p_values)]
+        return list(compute_holm_levels(p_values, alpha).rejected)
 
     assert holm([0.01, 0.04, 0.03, 0.2], 0.05) == [True, False, False, False]
     assert holm([0.01, 0.02, 0.5], 0.06) == [True, True, False]
