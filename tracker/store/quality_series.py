@@ -16,7 +16,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from tracker.metrics import QUALITY_SERIES_PREFIX, quality_series_name
-from tracker.results import RunStatus
+from tracker.results import NATIVE_SOURCE, RunStatus
 from tracker.store.models import ConfigVersionModel, RunModel, SuiteModel
 from tracker.store.models_quality import QualitySummaryModel
 
@@ -38,18 +38,18 @@ def _joined(*columns: Any) -> Select[Any]:
 
 def fetch_quality_series_rows(session: Session, config_name: str, suite_name: str,
                               workload: str, metric: str) -> list[Any]:
-    """Completed runs' (run id, started, value, config version, canonical config, suite
-    version, environment, source) of one set's ``metric``, oldest first. A run not measured has
-    no row."""
+    """The history's completed runs' (run id, started, value, config version, canonical config,
+    suite version, environment) of one set's ``metric``, oldest first. A run not measured has no
+    row, and imported, gate and bisection runs are left out (``runs.source``)."""
     if not workload.startswith(QUALITY_SERIES_PREFIX):
         return []
     column = _COLUMNS[metric]
     query = (_joined(RunModel.id, RunModel.started_at, column, ConfigVersionModel.version,
-                     ConfigVersionModel.canonical, SuiteModel.version, RunModel.environment,
-                     RunModel.source)
+                     ConfigVersionModel.canonical, SuiteModel.version, RunModel.environment)
              .where(ConfigVersionModel.name == config_name, SuiteModel.name == suite_name,
                     QualitySummaryModel.set_name == workload.removeprefix(QUALITY_SERIES_PREFIX),
-                    RunModel.status == RunStatus.COMPLETED.value, column.is_not(None))
+                    RunModel.status == RunStatus.COMPLETED.value, column.is_not(None),
+                    RunModel.source == NATIVE_SOURCE)
              .order_by(RunModel.started_at, RunModel.id))
     return list(session.execute(query).all())
 

@@ -222,7 +222,7 @@ def fetch_metric_series(session: Session, series: SeriesKey) -> list[SeriesPoint
     if is_quality_metric(series.metric):
         found = fetch_quality_series_rows(session, series.config_name, series.suite_name,
                                           series.workload, series.metric)
-        return [SeriesPoint(*row[:7]) for row in found if row.source == NATIVE_SOURCE]
+        return [SeriesPoint(*row) for row in found]
     rows = session.execute(
         select(RunModel.id, RunModel.started_at, WorkloadMetricModel.value,
                ConfigVersionModel.version, ConfigVersionModel.canonical, SuiteModel.version,
