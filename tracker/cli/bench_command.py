@@ -41,7 +41,6 @@ from pydantic import ValidationError
 from tracker.cli.output import write_json
 from tracker.errors import ExitCode, MeasurementError, UsageError
 from tracker.eventloop import run_async
-from tracker.inputs.configs import Target
 from tracker.inputs.prompt_sources import DatasetPrompts, SyntheticPrompts, TracePrompts
 from tracker.inputs.suites import PromptSource, Slos, Suite, Workload, build_loaded_suite
 from tracker.inputs.traffic import WorkloadTraffic, describe_fallback
@@ -59,7 +58,7 @@ from tracker.runner.measure import run_measured_phase
 from tracker.targets.exact_prompts import adapt_suite_traffic
 from tracker.targets.model_tokenizer import Tokenizer, find_tokenizer_file, open_tokenizer
 from tracker.targets.server_check import ServerFacts, run_server_facts
-from tracker.telemetry import TelemetrySettings, compute_gpu_skip_reason
+from tracker.telemetry import TelemetrySettings, compute_host_gpu_skip_reason
 from tracker.telemetry.workload import WorkloadTelemetry
 
 NAME = "bench"
@@ -300,8 +299,8 @@ async def _run_workload(args: BenchArgs, workload: Workload, endpoint: Endpoint,
         if progress is not None and (done == total or done % 50 == 0):
             say(f"\r{done}/{total} requests", stream=progress, end="")
 
-    target = Target(kind="vllm", model=model, base_url=args.base_url)  # its GPUs, where local
-    telemetry = WorkloadTelemetry(endpoint, TelemetrySettings(), compute_gpu_skip_reason(target))
+    telemetry = WorkloadTelemetry(endpoint, TelemetrySettings(),
+                                  compute_host_gpu_skip_reason(args.base_url))
     result = await run_measured_phase(endpoint, workload, phase, plan, workers=args.workers,
                                       tokenizer=tokenizer, telemetry=telemetry,
                                       on_progress=on_progress)

@@ -32,13 +32,16 @@ def compute_gpu_skip_reason(target: Target) -> str | None:
     if target.kind == "openai":
         return ("not measured: the target is a remote OpenAI-compatible endpoint; its GPUs "
                 "are not visible from here")
-    if target.base_url is None:
-        return None
-    host = urlsplit(target.base_url).hostname or ""
+    return None if target.base_url is None else compute_host_gpu_skip_reason(target.base_url)
+
+
+def compute_host_gpu_skip_reason(base_url: str) -> str | None:
+    """Why this host's GPUs are not those of the server at ``base_url`` (None: it runs here)."""
+    host = urlsplit(base_url).hostname or ""
     if host in LOCAL_HOSTS or host == socket.gethostname():
         return None
     return (f"not measured: the target runs on {host}; NVML sees only this host's GPUs "
             "(run the tracker on the serving host to measure them)")
 
 
-__all__ = ["TelemetrySettings", "compute_gpu_skip_reason"]
+__all__ = ["TelemetrySettings", "compute_gpu_skip_reason", "compute_host_gpu_skip_reason"]
